@@ -1,0 +1,1 @@
+"""Reusable gpu-platform ComponentResources, the stack config model and the GPU catalog."""

@@ -1,0 +1,49 @@
+"""Typed rows of the GPU catalog: GPU models, their MIG profiles, and cloud instance types."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    """One MIG profile of a GPU model, e.g. ``1g.10gb``."""
+
+    name: str
+    max_per_gpu: int  # instances of this profile that fit on one GPU when all share it
+
+    @property
+    def resource_name(self) -> str:
+        """Kubernetes extended resource the device plugin advertises under the mixed strategy."""
+        return f"nvidia.com/mig-{self.name}"
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """A GPU model and what it can be partitioned into."""
+
+    name: str  # e.g. "H100-80GB"
+    memory_gib: int
+    mig_profiles: tuple[MigProfile, ...] = ()
+    mig_balanced: tuple[tuple[str, int], ...] = ()  # mig-parted "all-balanced" layout per GPU
+
+    @property
+    def supports_mig(self) -> bool:
+        return bool(self.mig_profiles)
+
+    def mig_profile(self, name: str) -> MigProfile | None:
+        return next((p for p in self.mig_profiles if p.name == name), None)
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """A GPU instance type (VM size, machine type, shape) of one cloud."""
+
+    cloud: str  # aws | azure | gcp | oci
+    name: str
+    gpu: GpuModel
+    gpus: int
+    vcpus: int
+    memory_gib: int
+    interconnect: str | None = None  # "efa" | "infiniband" | "rdma" | None
+    accelerator: str | None = None  # GKE guest accelerator type, e.g. "nvidia-h100-80gb"
+    notes: tuple[str, ...] = field(default=())

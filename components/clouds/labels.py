@@ -1,0 +1,31 @@
+"""Node labels and taints of a GPU pool, computed once for every cloud."""
+from __future__ import annotations
+
+from components.config.model import GpuPool, PlatformConfig, Taint
+
+LABEL_PREFIX = "gpu-platform.io"
+POOL_LABEL = f"{LABEL_PREFIX}/pool"
+SPOT_TAINT_KEY = f"{LABEL_PREFIX}/spot"
+
+
+def pool_labels(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
+    """Labels every node of `pool` carries: what it is, how its GPUs are shared, and the user's extras."""
+    labels = {
+        POOL_LABEL: pool.name,
+        f"{LABEL_PREFIX}/gpu-model": pool.instance.gpu.name,
+        f"{LABEL_PREFIX}/sharing": pool.sharing.mode,
+        f"{LABEL_PREFIX}/workload": pool.workload,
+        f"{LABEL_PREFIX}/capacity-type": pool.capacity_type,
+        f"{LABEL_PREFIX}/driver": pool.driver,
+    }
+    labels.update(pool.labels)
+    return dict(sorted(labels.items()))
+
+
+def pool_taints(pool: GpuPool) -> tuple[Taint, ...]:
+    """The GPU taint, a spot taint on interruptible capacity, then the pool's own extras."""
+    taints = list(pool.all_taints)
+    if pool.capacity_type == "spot":
+        # Only workloads that accept interruption should land on spot GPUs.
+        taints.insert(1, Taint(SPOT_TAINT_KEY, "true", "NoSchedule"))
+    return tuple(dict.fromkeys(taints))

@@ -1,0 +1,89 @@
+"""Reading and validating the `gpu-platform:*` stack config, from Pulumi at run time or from a stack file."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.config.errors import ConfigError, Problem, Problems
+from components.config.model import PlatformConfig
+from components.config.parse import TOP_KEYS, parse
+
+NAMESPACE = "gpu-platform"
+SECRET_PLACEHOLDER = "[secret]"
+
+__all__ = ["ConfigError", "PlatformConfig", "Problem", "NAMESPACE", "validate", "read_stack_file", "raw_from_pulumi",
+           "load_from_pulumi"]
+
+
+def validate(raw: dict[str, Any], source: str = "stack config") -> PlatformConfig:
+    """The validated config, or ConfigError listing every problem with its path."""
+    config, problems = parse(raw)
+    problems.raise_if_any(source)
+    return config
+
+
+def _strip_secure(value: Any) -> Any:
+    """Stack files hold secrets as `{secure: <ciphertext>}`; offline they are only known to be set."""
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            return SECRET_PLACEHOLDER
+        return {k: _strip_secure(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strip_secure(v) for v in value]
+    return value
+
+
+def split_namespace(config: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
+    """Our keys without their `gpu-platform:` prefix, and problems for keys we do not know."""
+    raw, problems = {}, []
+    for key, value in config.items():
+        namespace, _, name = key.rpartition(":")
+        if namespace not in ("", NAMESPACE):
+            continue  # other providers' keys (aws:region, ...) are theirs to check
+        if name not in TOP_KEYS:
+            problems.append(Problem(f"{NAMESPACE}:{name}", f"unknown config key; allowed: {', '.join(TOP_KEYS)}"))
+            continue
+        raw[name] = value
+    return raw, problems
+
+
+def read_stack_file(path: str | Path) -> dict[str, Any]:
+    """Every config key of a `Pulumi.<stack>.yaml`, project-qualified, secrets replaced by a placeholder."""
+    try:
+        document = yaml.safe_load(Path(path).read_text()) or {}
+    except OSError as exc:
+        raise ConfigError([Problem(str(path), f"cannot read: {exc.strerror}")], str(path)) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError([Problem(str(path), f"not valid YAML: {exc}")], str(path)) from None
+    config = document.get("config") if isinstance(document, dict) else None
+    if not isinstance(config, dict):
+        raise ConfigError([Problem("config", "the stack file has no `config:` mapping")], str(path))
+    return {(k if ":" in k else f"{NAMESPACE}:{k}"): v for k, v in _strip_secure(config).items()}
+
+
+def raw_from_pulumi() -> tuple[dict[str, Any], list[Problem]]:
+    """Our keys as the Pulumi engine passed them (structured values arrive as JSON text)."""
+    from pulumi.runtime.config import CONFIG, get_config_env
+
+    flat = {}
+    for key, text in {**get_config_env(), **CONFIG.get()}.items():
+        try:
+            flat[key] = json.loads(text)
+        except (TypeError, ValueError):
+            flat[key] = text
+    return split_namespace(flat)
+
+
+def load(raw: dict[str, Any], key_problems: list[Problem], source: str) -> PlatformConfig:
+    config, problems = parse(raw)
+    problems.errors[:0] = key_problems
+    problems.raise_if_any(source)
+    return config
+
+
+def load_from_pulumi() -> PlatformConfig:
+    raw, key_problems = raw_from_pulumi()
+    return load(raw, key_problems, "stack config")

@@ -1,0 +1,131 @@
+"""Typed readers over raw YAML values that record problems under dotted paths instead of raising."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from components.config.errors import Problems
+
+_MISSING = object()
+DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DURATION = re.compile(r"(\d+)(s|m|h)")
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+class Section:
+    """A mapping at `path`; readers record problems and return a usable fallback."""
+
+    def __init__(self, raw: Any, path: str, problems: Problems, allowed: tuple[str, ...]):
+        self.path = path
+        self.problems = problems
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            problems.add(path, f"must be a mapping with keys {', '.join(allowed)}; got {type(raw).__name__}")
+            raw = {}
+        self.raw = raw
+        for key in raw:
+            if key not in allowed:
+                problems.add(join(path, str(key)), f"unknown key; allowed: {', '.join(allowed)}")
+
+    def at(self, key: str) -> str:
+        return join(self.path, key)
+
+    def has(self, key: str) -> bool:
+        return key in self.raw and self.raw[key] is not None
+
+    def value(self, key: str, default: Any = _MISSING) -> Any:
+        if not self.has(key):
+            if default is _MISSING:
+                self.problems.add(self.at(key), "is required")
+                return None
+            return default
+        return self.raw[key]
+
+    def str(self, key: str, default: Any = _MISSING, choices: tuple[str, ...] | None = None,
+            pattern: re.Pattern | None = None, what: str = "") -> str | None:
+        value = self.value(key, default)
+        if value is None or (value is default and default is not _MISSING):
+            return value
+        if not isinstance(value, str):
+            self.problems.add(self.at(key), f"must be a string; got {value!r}")
+            return None
+        if choices is not None and value not in choices:
+            self.problems.add(self.at(key), f"{value!r} is not allowed; allowed: {', '.join(choices)}")
+            return None
+        if pattern is not None and not pattern.fullmatch(value):
+            self.problems.add(self.at(key), f"{value!r} is not {what or 'valid'}")
+            return None
+        return value
+
+    def int(self, key: str, default: Any = _MISSING, minimum: int | None = None) -> int | None:
+        value = self.value(key, default)
+        if value is None or (value is default and default is not _MISSING):
+            return value
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.problems.add(self.at(key), f"must be a whole number; got {value!r}")
+            return None
+        if minimum is not None and value < minimum:
+            self.problems.add(self.at(key), f"must be >= {minimum}; got {value}")
+            return None
+        return value
+
+    def number(self, key: str, default: Any, low: float, high: float) -> float | None:
+        value = self.value(key, default)
+        if value is default:
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            self.problems.add(self.at(key), f"must be a number from {low} to {high}; got {value!r}")
+            return None
+        return float(value)
+
+    def bool(self, key: str, default: Any = _MISSING) -> bool | None:
+        value = self.value(key, default)
+        if value is default and default is not _MISSING:
+            return value
+        if not isinstance(value, bool):
+            self.problems.add(self.at(key), f"must be true or false; got {value!r}")
+            return None
+        return value
+
+    def duration(self, key: str, default_s: int) -> int | None:
+        """Seconds from `30s`, `10m`, `1h` (Kubernetes/Kueue style) or a bare number of seconds."""
+        value = self.value(key, None)
+        if value is None:
+            return default_s
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        match = _DURATION.fullmatch(value) if isinstance(value, str) else None
+        if not match or int(match.group(1)) == 0:
+            self.problems.add(self.at(key), f"must be a positive duration like 30s, 10m or 1h; got {value!r}")
+            return None
+        return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+
+    def str_map(self, key: str) -> dict[str, str]:
+        value = self.value(key, {})
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+            self.problems.add(self.at(key), f"must be a mapping of strings to strings; got {value!r}")
+            return {}
+        return dict(value)
+
+    def str_list(self, key: str) -> list[str]:
+        value = self.value(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.problems.add(self.at(key), f"must be a list of strings; got {value!r}")
+            return []
+        return list(value)
+
+    def list(self, key: str, required: bool = False) -> list[Any]:
+        value = self.value(key) if required else self.value(key, [])
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.problems.add(self.at(key), f"must be a list; got {type(value).__name__}")
+            return []
+        return value

@@ -1,0 +1,210 @@
+"""The typed stack config: what `gpu-platform:*` keys mean once validated."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from components.catalog.types import InstanceType
+
+CLOUDS = ("aws", "azure", "gcp", "oci")
+ENVIRONMENTS = ("production", "staging", "development")
+CAPACITY_TYPES = ("on-demand", "spot", "reserved")
+WORKLOADS = ("training", "inference", "interactive")
+SHARING_MODES = ("none", "mig", "mps", "time-slicing")
+DRIVER_OWNERS = ("managed", "operator")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+SCHEDULERS = ("kueue", "volcano")
+PRIORITIES = ("critical", "high", "normal", "low")
+
+GPU_TAINT_KEY = "nvidia.com/gpu"
+GPU_TAINT_VALUE = "present"
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A Kubernetes node taint in Kubernetes spelling; clouds translate the effect."""
+
+    key: str
+    value: str
+    effect: str = "NoSchedule"
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}"
+
+
+GPU_TAINT = Taint(GPU_TAINT_KEY, GPU_TAINT_VALUE, "NoSchedule")
+
+
+@dataclass(frozen=True)
+class NodePool:
+    """The system (non-GPU) pool every cluster gets."""
+
+    instance_type: str
+    min_nodes: int = 2
+    max_nodes: int = 4
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The Kubernetes cluster to create, or adopt through `existingKubeconfig`."""
+
+    name: str
+    region: str
+    kubernetes_version: str
+    system_pool: NodePool
+    existing_kubeconfig: str | None = None
+    private_endpoint: bool = False
+    extras: dict[str, Any] = field(default_factory=dict)  # the `cluster.<cloud>` block
+
+    @property
+    def adopted(self) -> bool:
+        return self.existing_kubeconfig is not None
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """How one pool's GPUs are shared between pods."""
+
+    mode: str = "none"
+    mig_profile: str | dict[str, int] | None = None  # "all-1g.10gb", "all-balanced" or {profile: count}
+    replicas: int | None = None
+
+    def mig_layout(self, instance: InstanceType) -> dict[str, int]:
+        """MIG instances per GPU, by profile name, for this pool's GPU model."""
+        if self.mode != "mig" or self.mig_profile is None:
+            return {}
+        if isinstance(self.mig_profile, dict):
+            return dict(self.mig_profile)
+        if self.mig_profile == "all-balanced":
+            return dict(instance.gpu.mig_balanced)
+        profile = instance.gpu.mig_profile(self.mig_profile.removeprefix("all-"))
+        return {profile.name: profile.max_per_gpu} if profile else {}
+
+    @property
+    def mig_config_name(self) -> str | None:
+        """The mig-parted config a node selects through `nvidia.com/mig.config`."""
+        if self.mode != "mig":
+            return None
+        if isinstance(self.mig_profile, dict):
+            return "custom-" + "-".join(f"{k}x{v}" for k, v in sorted(self.mig_profile.items()))
+        return self.mig_profile
+
+
+@dataclass(frozen=True)
+class GpuPool:
+    """A dedicated GPU node pool, always tainted NoSchedule."""
+
+    name: str
+    instance_type: str
+    instance: InstanceType
+    max_nodes: int
+    min_nodes: int = 0
+    capacity_type: str = "on-demand"
+    workload: str = "training"
+    sharing: Sharing = field(default_factory=Sharing)
+    driver: str = "managed"
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    cloud_name: str = ""  # the pool's name as the cloud spells it (see CloudProfile.pool_name)
+
+    @property
+    def all_taints(self) -> tuple[Taint, ...]:
+        """The GPU taint first, then the pool's extra ones."""
+        return (GPU_TAINT, *(t for t in self.taints if t != GPU_TAINT))
+
+
+@dataclass(frozen=True)
+class Gang:
+    """All-or-nothing admission of distributed jobs."""
+
+    enabled: bool = True
+    timeout_s: int = 600
+    recovery_timeout_s: int | None = None
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """The batch scheduler that admits GPU workloads."""
+
+    kind: str = "kueue"
+    gang: Gang = field(default_factory=Gang)
+    fair_sharing: bool = True
+
+
+@dataclass(frozen=True)
+class Team:
+    """A tenant: its namespace, GPU quota per pool, priority and admin groups."""
+
+    name: str
+    quotas: dict[str, int]
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+    priority: str = "normal"
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Prometheus:
+    """Where DCGM metrics are scraped and rules evaluated."""
+
+    install: bool = True
+    namespace: str = "monitoring"
+    release_label: str = "kube-prometheus-stack"  # ServiceMonitors carry `release: <this>`
+
+
+@dataclass(frozen=True)
+class Slo:
+    """GPU utilization objectives that alerts and the reclaimer enforce."""
+
+    min_utilization: float = 0.5
+    idle_minutes: int = 30
+
+
+@dataclass(frozen=True)
+class Observability:
+    """DCGM, Prometheus and SLO settings."""
+
+    dcgm: bool = True
+    prometheus: Prometheus = field(default_factory=Prometheus)
+    slo: Slo = field(default_factory=Slo)
+
+
+@dataclass(frozen=True)
+class Exemption:
+    """A reasoned, expiring exception to one policy rule for matching resources."""
+
+    rule: str
+    resource: str
+    reason: str
+    expires: date
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Policy pack settings carried in the stack."""
+
+    exemptions: tuple[Exemption, ...] = ()
+    malformed: tuple = ()  # Problems for exemptions that could not be read; the policy pack reports them
+
+
+@dataclass(frozen=True)
+class PlatformConfig:
+    """One stack's validated config."""
+
+    cloud: str
+    environment: str
+    cluster: Cluster
+    gpu_pools: tuple[GpuPool, ...]
+    scheduler: Scheduler
+    teams: tuple[Team, ...]
+    observability: Observability
+    policy: Policy
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def production(self) -> bool:
+        return self.environment == "production"
+
+    def pool(self, name: str) -> GpuPool:
+        return next(p for p in self.gpu_pools if p.name == name)

@@ -1,0 +1,26 @@
+"""The platform, layer by layer: cluster and GPU pools, then everything that runs inside Kubernetes."""
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.clouds import cluster_class
+from components.clouds.existing import ExistingCluster
+from components.config.model import PlatformConfig
+
+
+def build(config: PlatformConfig) -> dict[str, Any]:
+    """Create every layer for one validated stack config; returns the stack outputs."""
+    name = config.cluster.name
+    cluster_opts = pulumi.ResourceOptions(protect=config.production)
+    if config.cluster.adopted:
+        cluster = ExistingCluster(name, config)
+    else:
+        cluster = cluster_class(config.cloud)(name, config, opts=cluster_opts)
+    return {
+        "clusterName": cluster.cluster_name,
+        "kubeconfig": cluster.kubeconfig,
+        "gpuPools": {p.name: {"cloudName": p.cloud_name, "instanceType": p.instance_type,
+                              "gpuModel": p.instance.gpu.name} for p in config.gpu_pools},
+    }

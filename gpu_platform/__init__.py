@@ -1,0 +1,1 @@
+"""gpu-platform command line: validate, catalog, plan, check, simulate."""

@@ -1,0 +1,55 @@
+"""`gpu-platform`: one entry point; each subcommand lives in gpu_platform/commands/<name>.py."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from components.config import ConfigError
+
+# Subcommands in help order; each module has `add_parser(subparsers)` and `run(args) -> int`.
+COMMANDS = ("validate", "catalog", "plan")
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    """A command-line mistake: printed as is, exit 2."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gpu-platform", description=__doc__.split(":")[0])
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    modules = {name: importlib.import_module(f"gpu_platform.commands.{name}") for name in COMMANDS}
+    for module in modules.values():
+        module.add_parser(subparsers)
+    args = parser.parse_args(argv)
+    try:
+        return modules[args.command].run(args)
+    except ConfigError as exc:
+        print(exc.render(), file=sys.stderr)
+        return USAGE_ERROR
+    except UsageError as exc:
+        print(f"gpu-platform {args.command}: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def write_output(text: str, out: str | None) -> None:
+    """Print, or write to --out FILE."""
+    if out:
+        try:
+            with open(out, "w") as fh:
+                fh.write(text if text.endswith("\n") else text + "\n")
+        except OSError as exc:
+            raise UsageError(f"cannot write {out}: {exc.strerror}") from None
+    else:
+        print(text)
+
+
+def add_stack_arguments(parser: argparse.ArgumentParser) -> None:
+    """`<stack>` or `--file PATH`, shared by every command that reads a stack."""
+    parser.add_argument("stack", nargs="?", help="stack name: reads stacks/Pulumi.<stack>.yaml")
+    parser.add_argument("--file", help="any Pulumi.<name>.yaml to read instead")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

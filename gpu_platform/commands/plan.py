@@ -1,0 +1,44 @@
+"""`gpu-platform plan`: the planned resource graph of a stack, offline (no CLI, credentials or network)."""
+from __future__ import annotations
+
+import json
+
+from gpu_platform.cli import add_stack_arguments, write_output
+from gpu_platform.engine.plan import Plan
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("plan", help="plan a stack offline and print its resource graph")
+    add_stack_arguments(parser)
+    parser.add_argument("--format", choices=("tree", "json"), default="tree")
+    parser.add_argument("--out", help="write to FILE instead of standard output")
+
+
+def run(args) -> int:
+    from gpu_platform.engine import plan_stack
+
+    plan = plan_stack(args.stack, args.file)
+    text = json.dumps(plan.to_json(), indent=2, sort_keys=True) if args.format == "json" else render_tree(plan)
+    write_output(text, args.out)
+    return 0
+
+
+def render_tree(plan: Plan) -> str:
+    """Resources indented under their parents, with a count per type at the end."""
+    children: dict[str, list] = {}
+    for resource in plan.resources:
+        children.setdefault(resource.parent, []).append(resource)
+    urns = {r.urn for r in plan.resources}
+    lines = [f"{plan.project}/{plan.stack}: {len(plan.resources)} resources"]
+
+    def walk(parent: str, depth: int) -> None:
+        for resource in children.get(parent, []):
+            flags = " [protected]" if resource.options.get("protect") else ""
+            lines.append(f"{'  ' * depth}{resource.type}  {resource.name}{flags}")
+            walk(resource.urn, depth + 1)
+
+    for root in sorted({r.parent for r in plan.resources if r.parent not in urns}):
+        walk(root, 1)
+    for warning in plan.warnings:
+        lines.append(f"warning: {warning}")
+    return "\n".join(lines)

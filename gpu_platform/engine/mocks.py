@@ -1,0 +1,77 @@
+"""Strict provider mocks: resources echo their inputs plus the outputs later resources read; unknown invokes fail."""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Callable
+
+import pulumi
+
+
+class UnmockedInvokeError(RuntimeError):
+    """An invoke the offline engine has no answer for: the plan would silently use `{}` otherwise."""
+
+
+# Outputs a real provider computes that the program reads back (e.g. to build a kubeconfig).
+_COMPUTED: dict[str, Callable[[str, dict], dict]] = {
+    "aws:eks/cluster:Cluster": lambda name, _: {
+        "endpoint": f"https://{name}.gr7.offline.eks.amazonaws.com",
+        "certificateAuthority": {"data": "T0ZGTElORQ=="},
+        "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.offline.amazonaws.com/id/{name.upper()}"}]}],
+        "arn": f"arn:aws:eks:offline:000000000000:cluster/{name}",
+    },
+    "aws:iam/role:Role": lambda name, _: {"arn": f"arn:aws:iam::000000000000:role/{name}"},
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": lambda name, _: {
+        "arn": f"arn:aws:iam::000000000000:oidc-provider/{name}"},
+    "aws:eks/nodeGroup:NodeGroup": lambda name, _: {
+        "resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}]},
+    "azure-native:containerservice:ManagedCluster": lambda name, inputs: {
+        "fqdn": f"{name}.hcp.offline.azmk8s.io", "privateFQDN": f"{name}.privatelink.offline.azmk8s.io",
+        "oidcIssuerProfile": {"issuerURL": f"https://offline.oic.prod-aks.azure.com/{name}/"},
+        "identityProfile": {"kubeletidentity": {"objectId": "00000000-0000-0000-0000-000000000001",
+                                                 "clientId": "00000000-0000-0000-0000-000000000002"}},
+    },
+    "gcp:container/cluster:Cluster": lambda name, _: {
+        "endpoint": "10.0.0.2", "masterAuth": {"clusterCaCertificate": "T0ZGTElORQ=="},
+    },
+    "oci:ContainerEngine/cluster:Cluster": lambda name, _: {
+        "endpoints": [{"privateEndpoint": "10.0.0.2:6443", "publicEndpoint": ""}],
+    },
+}
+
+# Invokes the program may make, with offline answers.
+_INVOKES: dict[str, Callable[[dict], dict]] = {
+    "aws:index/getCallerIdentity:getCallerIdentity": lambda _: {
+        "accountId": "000000000000", "arn": "arn:aws:iam::000000000000:user/offline", "userId": "offline", "id": "0"},
+    "aws:index/getAvailabilityZones:getAvailabilityZones": lambda _: {
+        "names": ["offline-1a", "offline-1b", "offline-1c"], "zoneIds": ["o1-az1", "o1-az2", "o1-az3"], "id": "z"},
+    "azure-native:authorization:getClientConfig": lambda _: {
+        "clientId": "offline", "objectId": "00000000-0000-0000-0000-000000000000",
+        "subscriptionId": "00000000-0000-0000-0000-000000000000", "tenantId": "00000000-0000-0000-0000-000000000000"},
+    "oci:Identity/getAvailabilityDomains:getAvailabilityDomains": lambda args: {
+        "availabilityDomains": [{"name": f"Offline:AD-{i}", "id": f"ad{i}", "compartmentId": args.get("compartmentId", "")}
+                                for i in (1, 2, 3)], "compartmentId": args.get("compartmentId", ""), "id": "ads"},
+}
+
+
+def fake_id(type_: str, name: str) -> str:
+    return f"{name}-{hashlib.sha256(f'{type_}::{name}'.encode()).hexdigest()[:8]}"
+
+
+class StrictMocks(pulumi.runtime.Mocks):
+    """Mocks that record every resource's inputs and refuse invokes they do not know."""
+
+    def __init__(self) -> None:
+        self.inputs: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs):
+        self.inputs[(args.typ, args.name)] = args.inputs
+        computed = _COMPUTED.get(args.typ)
+        outputs = {**args.inputs, **(computed(args.name, args.inputs) if computed else {})}
+        return fake_id(args.typ, args.name), outputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs):
+        answer = _INVOKES.get(args.token)
+        if answer is None:
+            raise UnmockedInvokeError(f"invoke {args.token} has no offline answer; add one to "
+                                      "gpu_platform/engine/mocks.py or avoid the invoke")
+        return answer(args.args)

@@ -1,0 +1,138 @@
+"""Plan a stack offline: validate its config, run `__main__.py` under strict mocks, return the resource graph."""
+from __future__ import annotations
+
+import json
+import runpy
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.config import ConfigError, Problem, load, read_stack_file, split_namespace
+from gpu_platform.engine.wire import to_plain
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT = "gpu-platform"
+
+
+@dataclass
+class PlannedResource:
+    """One resource of the plan, in the stable JSON shape."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    inputs: dict[str, Any]
+    options: dict[str, Any]
+
+
+@dataclass
+class Plan:
+    """The planned graph of one stack."""
+
+    project: str
+    stack: str
+    resources: list[PlannedResource]
+    outputs: dict[str, Any]
+    stack_file: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"project": self.project, "stack": self.stack,
+                "resources": [asdict(r) for r in self.resources], "outputs": self.outputs}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Plan":
+        return cls(project=data["project"], stack=data["stack"], outputs=data.get("outputs", {}),
+                   resources=[PlannedResource(**r) for r in data["resources"]])
+
+    def of_type(self, type_: str) -> list[PlannedResource]:
+        return [r for r in self.resources if r.type == type_]
+
+
+def stack_path(stack: str | None, file: str | Path | None) -> tuple[str, Path]:
+    """The stack name and its file: `stacks/Pulumi.<stack>.yaml`, or any `Pulumi.<name>.yaml` given by path."""
+    if file is not None:
+        path = Path(file)
+        name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
+        return name, path
+    if not stack:
+        raise ConfigError([Problem("stack", "name a stack (e.g. aws-prod) or pass --file PATH")], "command line")
+    return stack, PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+
+
+def project_defaults() -> dict[str, Any]:
+    """Config defaults declared in Pulumi.yaml, which the CLI (not the SDK) applies."""
+    project = yaml.safe_load((PROJECT_ROOT / "Pulumi.yaml").read_text())
+    defaults = {}
+    for key, spec in (project.get("config") or {}).items():
+        if isinstance(spec, dict) and ("default" in spec or "value" in spec):
+            full = key if ":" in key else f"{PROJECT}:{key}"
+            defaults[full] = spec.get("value", spec.get("default"))
+    return defaults
+
+
+def read_stack_config(path: Path) -> dict[str, Any]:
+    """The stack file's config with Pulumi.yaml defaults applied under it, as the CLI does."""
+    return {**project_defaults(), **read_stack_file(path)}
+
+
+def plan_stack(stack: str | None = None, file: str | Path | None = None,
+               config_overrides: dict[str, Any] | None = None) -> Plan:
+    """Validate, then run the program offline. Raises ConfigError before anything is registered."""
+    name, path = stack_path(stack, file)
+    config = {**read_stack_config(path), **(config_overrides or {})}
+    raw, key_problems = split_namespace(config)
+    validated = load(raw, key_problems, str(path))
+    registrations, outputs = run_program(name, config)
+    resources = [
+        PlannedResource(urn=r.urn, type=r.type, name=r.name, parent=r.parent, custom=r.custom,
+                        inputs=to_plain(r.inputs),
+                        options={"protect": r.protect, "ignoreChanges": r.ignore_changes, "dependsOn": r.depends_on})
+        for r in registrations
+    ]
+    return Plan(project=PROJECT, stack=name, resources=resources, outputs=outputs, stack_file=str(path),
+                warnings=list(validated.warnings))
+
+
+def run_program(stack: str, config: dict[str, Any]):
+    """Run `__main__.py` in this process against a recording mock monitor; returns registrations and outputs."""
+    import pulumi
+    from pulumi.runtime import settings
+    from pulumi.runtime.config import set_all_config
+    from pulumi.runtime.stack import wait_for_rpcs
+    from pulumi.runtime.sync_await import _sync_await
+
+    from gpu_platform.engine.mocks import StrictMocks
+    from gpu_platform.engine.monitor import RecordingMonitor
+
+    settings.ROOT.set(None)  # mocks are process-wide: start every plan from a fresh root stack
+    set_all_config({k: v if isinstance(v, str) else json.dumps(v, default=str) for k, v in config.items()})
+    monitor = RecordingMonitor(StrictMocks())
+    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
+    if str(PROJECT_ROOT) not in sys.path:
+        sys.path.insert(0, str(PROJECT_ROOT))
+    runpy.run_path(str(PROJECT_ROOT / "__main__.py"), run_name="__main__")
+    _sync_await(wait_for_rpcs())
+    root = settings.get_root_resource()
+    outputs = _sync_await(_resolve_outputs(root.outputs if root is not None else {}))
+    _sync_await(wait_for_rpcs())
+    return monitor.registrations, outputs
+
+
+async def _resolve_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
+    """Stack outputs as plain values; secret ones are shown as a placeholder, as `pulumi stack output` does."""
+    import pulumi
+
+    resolved = {}
+    for key in sorted(outputs):
+        output = pulumi.Output.from_input(outputs[key])
+        if await output.is_secret():
+            resolved[key] = "[secret]"
+        else:
+            resolved[key] = to_plain(await output.future(with_unknowns=True))
+    return resolved
