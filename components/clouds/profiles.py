@@ -72,7 +72,7 @@ PROFILES: dict[str, CloudProfile] = {
             "amiType": ExtraKey(str, "GPU node AMI type: AL2023_x86_64_NVIDIA (default) or BOTTLEROCKET_x86_64_NVIDIA"),
             "publicAccessCidrs": ExtraKey(list, "CIDRs allowed to reach a public API endpoint"),
         },
-        driver_note="EKS GPU AMI ships driver and container toolkit",
+        driver_note="the EKS GPU AMI owns driver and toolkit; the operator cannot install the driver on Amazon Linux, NVIDIA/gpu-operator#686",
     ),
     "azure": CloudProfile(
         name="azure",

@@ -1,0 +1,41 @@
+"""Shared fixtures: the repo root, the sibling ../shared folder, and a minimal valid raw config."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+UPSTREAM = SHARED / "upstream"
+STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+
+BASE_RAW = {
+    "cloud": "aws",
+    "environment": "production",
+    "cluster": {"name": "ml-prod", "region": "us-east-1"},
+    "gpuPools": [
+        {"name": "h100-train", "instanceType": "p5.48xlarge", "maxNodes": 4},
+        {"name": "a100-infer", "instanceType": "p4de.24xlarge", "maxNodes": 2, "workload": "inference",
+         "sharing": {"mode": "mig", "migProfile": "all-1g.10gb"}},
+    ],
+    "teams": [
+        {"name": "research", "quotas": {"h100-train": 16}, "borrowingLimit": 8},
+        {"name": "serving", "quotas": {"a100-infer": 56}},
+    ],
+}
+
+
+@pytest.fixture
+def raw() -> dict:
+    """A fresh copy of a minimal valid config to change one field at a time."""
+    return copy.deepcopy(BASE_RAW)
+
+
+def upstream(relative: str) -> Path:
+    """A file under ../shared/upstream, or skip: that folder is a sibling checkout users may not have."""
+    path = UPSTREAM / relative
+    if not path.exists():
+        pytest.skip(f"../shared/upstream not present ({path}): upstream conformance needs the shared fixtures")
+    return path

@@ -1,0 +1,108 @@
+"""The offline engine: plan shape, determinism, strict invokes, CLI exit codes and secrets."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pulumi
+import pytest
+
+from conftest import ROOT, STACKS
+from gpu_platform.engine import plan_stack
+from gpu_platform.engine.mocks import StrictMocks, UnmockedInvokeError
+from gpu_platform.engine.plan import read_stack_config
+
+ADOPTED = textwrap.dedent("""\
+    config:
+      gpu-platform:cloud: aws
+      gpu-platform:cluster:
+        name: adopted
+        region: us-east-1
+        existingKubeconfig:
+          secure: v1:AAAAAAAAAAAAAAAA:ciphertext
+      gpu-platform:gpuPools:
+        - {name: h100-train, instanceType: p5.48xlarge, maxNodes: 2}
+      gpu-platform:teams:
+        - {name: research, quotas: {h100-train: 8}}
+    """)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpu_platform.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def adopted_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("stacks") / "Pulumi.adopted.yaml"
+    path.write_text(ADOPTED)
+    return path
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_example_stack_plans(stack):
+    plan = plan_stack(stack)
+    data = plan.to_json()
+    assert set(data) == {"project", "stack", "resources", "outputs"}
+    assert data["project"] == "gpu-platform" and data["stack"] == stack
+    for resource in data["resources"]:
+        assert set(resource) == {"urn", "type", "name", "parent", "custom", "inputs", "options"}
+        assert set(resource["options"]) == {"protect", "ignoreChanges", "dependsOn"}
+        assert resource["urn"].startswith(f"urn:pulumi:{stack}::gpu-platform::")
+    assert data["outputs"]["kubeconfig"] == "[secret]"
+    urns = {r["urn"] for r in data["resources"]}
+    assert all(r["parent"] in urns or r["parent"].endswith(f"::gpu-platform-{stack}") for r in data["resources"])
+
+
+def test_plan_is_deterministic(adopted_file):
+    first = json.dumps(plan_stack(file=adopted_file).to_json(), sort_keys=True)
+    second = json.dumps(plan_stack(file=adopted_file).to_json(), sort_keys=True)
+    assert first == second
+
+
+def test_adopted_cluster_creates_no_cloud_resources(adopted_file):
+    plan = plan_stack(file=adopted_file)
+    assert not [r for r in plan.resources if r.type.split(":")[0] in ("aws", "azure-native", "gcp", "oci")]
+    provider = plan.of_type("pulumi:providers:kubernetes")[0]
+    assert provider.inputs["kubeconfig"] == "[secret]"
+    assert "ciphertext" not in json.dumps(plan.to_json())
+
+
+def test_unmocked_invoke_fails_loudly():
+    with pytest.raises(UnmockedInvokeError, match="aws:ec2/getAmi:getAmi has no offline answer"):
+        StrictMocks().call(pulumi.runtime.MockCallArgs("aws:ec2/getAmi:getAmi", {}, ""))
+
+
+def test_project_config_defaults_apply_as_the_cli_does(adopted_file):
+    assert read_stack_config(adopted_file)["gpu-platform:environment"] == "development"
+
+
+def test_cli_plan_json_to_file(adopted_file, tmp_path):
+    out = tmp_path / "plan.json"
+    result = cli("plan", "--file", str(adopted_file), "--format", "json", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(out.read_text())["stack"] == "adopted"
+
+
+def test_cli_validation_errors_exit_2_without_traceback(tmp_path):
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text(ADOPTED.replace("p5.48xlarge", "p5.48xlarg").replace("research", "Research"))
+    for command in ("validate", "plan"):
+        result = cli(command, "--file", str(bad))
+        assert result.returncode == 2
+        assert "Traceback" not in result.stderr
+        assert "gpuPools[0].instanceType: unknown aws instance type 'p5.48xlarg'" in result.stderr
+        assert "teams[0].name: 'Research' is not a DNS-1123 label" in result.stderr
+
+
+def test_cli_missing_stack_file_exits_2(tmp_path):
+    result = cli("validate", "--file", str(tmp_path / "Pulumi.nope.yaml"))
+    assert result.returncode == 2 and "cannot read" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_cli_catalog_lists_one_cloud():
+    result = cli("catalog", "--cloud", "gcp")
+    assert result.returncode == 0
+    assert "a3-highgpu-8g" in result.stdout and "p5.48xlarge" not in result.stdout
