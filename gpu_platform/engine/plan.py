@@ -6,7 +6,7 @@ import runpy
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -99,8 +99,15 @@ def plan_stack(stack: str | None = None, file: str | Path | None = None,
                 warnings=list(validated.warnings))
 
 
-def run_program(stack: str, config: dict[str, Any]):
-    """Run `__main__.py` in this process against a recording mock monitor; returns registrations and outputs."""
+def run_main() -> None:
+    """The real program, exactly as `pulumi up` runs it."""
+    if str(PROJECT_ROOT) not in sys.path:
+        sys.path.insert(0, str(PROJECT_ROOT))
+    runpy.run_path(str(PROJECT_ROOT / "__main__.py"), run_name="__main__")
+
+
+def run_program(stack: str, config: dict[str, Any], program: Callable[[], None] = run_main):
+    """Run `program` in this process against a recording mock monitor; returns registrations and outputs."""
     import pulumi
     from pulumi.runtime import settings
     from pulumi.runtime.config import set_all_config
@@ -114,9 +121,7 @@ def run_program(stack: str, config: dict[str, Any]):
     set_all_config({k: v if isinstance(v, str) else json.dumps(v, default=str) for k, v in config.items()})
     monitor = RecordingMonitor(StrictMocks())
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
-    if str(PROJECT_ROOT) not in sys.path:
-        sys.path.insert(0, str(PROJECT_ROOT))
-    runpy.run_path(str(PROJECT_ROOT / "__main__.py"), run_name="__main__")
+    program()
     _sync_await(wait_for_rpcs())
     root = settings.get_root_resource()
     outputs = _sync_await(_resolve_outputs(root.outputs if root is not None else {}))
