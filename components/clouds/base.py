@@ -24,7 +24,7 @@ class GpuNodePool(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None):
         self.pool = pool
         self.labels = pool_labels(config, pool)
-        self.taints = pool_taints(pool)
+        self.taints = pool_taints(pool, profile)
         self.advertised = pool_units(pool, mig_strategy(config.gpu_pools))
         props = {
             "poolName": pool.name,

@@ -1,6 +1,7 @@
 """Node labels and taints of a GPU pool, computed once for every cloud."""
 from __future__ import annotations
 
+from components.clouds.profiles import CloudProfile
 from components.config.model import GpuPool, PlatformConfig, Taint
 
 LABEL_PREFIX = "gpu-platform.io"
@@ -22,10 +23,11 @@ def pool_labels(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
     return dict(sorted(labels.items()))
 
 
-def pool_taints(pool: GpuPool) -> tuple[Taint, ...]:
-    """The GPU taint, a spot taint on interruptible capacity, then the pool's own extras."""
-    taints = list(pool.all_taints)
+def pool_taints(pool: GpuPool, profile: CloudProfile) -> tuple[Taint, ...]:
+    """The GPU taint, the cloud's GPU taints, spot taints on interruptible capacity, then the pool's own extras."""
+    gpu_taint, *extras = pool.all_taints
+    taints = [gpu_taint, *(Taint(*t) for t in profile.extra_gpu_taints)]
     if pool.capacity_type == "spot":
         # Only workloads that accept interruption should land on spot GPUs.
-        taints.insert(1, Taint(SPOT_TAINT_KEY, "true", "NoSchedule"))
-    return tuple(dict.fromkeys(taints))
+        taints += [Taint(SPOT_TAINT_KEY, "true", "NoSchedule"), *(Taint(*t) for t in profile.spot_taints)]
+    return tuple(dict.fromkeys([*taints, *extras]))

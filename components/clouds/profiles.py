@@ -50,6 +50,22 @@ class CloudProfile:
     # or "pool" (a node pool field of the cloud API, which then owns it alone).
     mig_via: str = "operator"
     sharing_via: str = "operator"
+    # The pool field that carries a MIG layout when mig_via == "pool" (named in errors).
+    mig_pool_field: str = ""
+    # The pool field names only a compute-slice count (MIG1g..MIG7g), so each count reaches one profile:
+    # the smallest-memory one with that many slices.
+    mig_by_slices: bool = False
+    # mig_via/sharing_via "pool" works only through the cloud's own driver and device plugin.
+    pool_sharing_needs_managed_driver: bool = False
+    # Largest replicas the cloud's pool sharing field accepts (None: no cloud limit).
+    max_pool_sharing_replicas: int | None = None
+    # Taints (key, value, effect) the cloud's convention or the cloud itself puts on GPU pools / spot pools,
+    # beyond ours; every one must be tolerated by the GPU operator's DaemonSets. Plain tuples: the config
+    # model imports this module.
+    extra_gpu_taints: tuple[tuple[str, str, str], ...] = ()
+    spot_taints: tuple[tuple[str, str, str], ...] = ()
+    # Node labels a pool needs when the GPU operator owns the driver.
+    operator_driver_labels: dict[str, str] = field(default_factory=dict)
 
 
 _K8S_EFFECTS = {"NoSchedule": "NoSchedule", "PreferNoSchedule": "PreferNoSchedule", "NoExecute": "NoExecute"}
@@ -89,10 +105,20 @@ PROFILES: dict[str, CloudProfile] = {
             "vnetCidr": ExtraKey(str, "address space of the VNet created when vnetSubnetId is omitted"),
             "tenantId": ExtraKey(str, "Entra ID tenant for AKS-managed AAD"),
             "adminGroupObjectIds": ExtraKey(list, "Entra ID groups that administer the cluster"),
+            "zones": ExtraKey(list, "availability zones for GPU pools, e.g. [\"1\", \"2\"] (GPU sizes are not in every zone)"),
         },
         driver_note="AKS installs the driver unless the pool sets gpuProfile.driver=None",
         # AKS partitions GPUs itself from the pool's gpuInstanceProfile (MIG1g..MIG7g), fixed at creation.
         mig_via="pool",
+        mig_pool_field="gpuInstanceProfile",
+        # MIGNg selects the first profile with N compute slices; AKS has no way to ask for any other.
+        mig_by_slices=True,
+        # AKS creates MIG instances while installing its own driver; gpuProfile.driver=None skips both.
+        pool_sharing_needs_managed_driver=True,
+        # AKS convention for GPU pools (REFERENCE section 2): keeps non-GPU pods off by a second, well-known taint.
+        extra_gpu_taints=(("sku", "gpu", "NoSchedule"),),
+        # AKS adds this taint to every spot pool itself; declared so the operator tolerates it and state does not drift.
+        spot_taints=(("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule"),),
     ),
     "gcp": CloudProfile(
         name="gcp",
@@ -114,6 +140,13 @@ PROFILES: dict[str, CloudProfile] = {
         # operator as well would make two owners of the same GPUs.
         mig_via="pool",
         sharing_via="pool",
+        mig_pool_field="gpuPartitionSize",
+        # INSTALLATION_DISABLED also drops GKE's device plugin, which is what partitions and shares GPUs.
+        pool_sharing_needs_managed_driver=True,
+        # GKE caps gpuSharingConfig.maxSharedClientsPerGpu at 48.
+        max_pool_sharing_replicas=48,
+        # Without it GKE's device plugin also advertises the GPUs the operator's plugin serves (REFERENCE section 1).
+        operator_driver_labels={"gke-no-default-nvidia-gpu-device-plugin": "true"},
     ),
     "oci": CloudProfile(
         name="oci",
