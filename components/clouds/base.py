@@ -22,10 +22,9 @@ class GpuNodePool(pulumi.ComponentResource):
 
     def __init__(self, name: str, config: PlatformConfig, pool: GpuPool, profile: CloudProfile,
                  opts: pulumi.ResourceOptions | None = None):
-        self.pool = pool
-        self.labels = pool_labels(config, pool)
-        self.taints = pool_taints(pool, profile)
-        self.advertised = pool_units(pool, mig_strategy(config.gpu_pools))
+        labels = pool_labels(config, pool)
+        taints = pool_taints(pool, profile)
+        advertised = pool_units(pool, mig_strategy(config.gpu_pools))
         props = {
             "poolName": pool.name,
             "cloud": profile.name,
@@ -40,11 +39,13 @@ class GpuNodePool(pulumi.ComponentResource):
             "sharing": {"mode": pool.sharing.mode, "migConfig": pool.sharing.mig_config_name,
                         "replicas": pool.sharing.replicas},
             "driver": pool.driver,
-            "labels": self.labels,
-            "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in self.taints],
-            "advertised": self.advertised,
+            "labels": labels,
+            "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints],
+            "advertised": advertised,
         }
         super().__init__(self.TYPE, name, props, opts)
+        # Set after registering: the SDK replaces every prop-named attribute with an Output, and layers need plain values.
+        self.pool, self.labels, self.taints, self.advertised = pool, labels, taints, advertised
 
     def finish(self, outputs: dict[str, Any]) -> None:
         self.register_outputs({"advertised": self.advertised, **outputs})

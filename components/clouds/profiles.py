@@ -106,6 +106,8 @@ PROFILES: dict[str, CloudProfile] = {
             "tenantId": ExtraKey(str, "Entra ID tenant for AKS-managed AAD"),
             "adminGroupObjectIds": ExtraKey(list, "Entra ID groups that administer the cluster"),
             "zones": ExtraKey(list, "availability zones for GPU pools, e.g. [\"1\", \"2\"] (GPU sizes are not in every zone)"),
+            "deployerPrincipalType": ExtraKey(str, "who runs pulumi up on an Entra ID cluster: User (default) or "
+                                                   "ServicePrincipal; it is granted Kubernetes cluster-admin"),
         },
         driver_note="AKS installs the driver unless the pool sets gpuProfile.driver=None",
         # AKS partitions GPUs itself from the pool's gpuInstanceProfile (MIG1g..MIG7g), fixed at creation.

@@ -157,6 +157,8 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
         except catalog.CatalogError as exc:
             problems.add(sec.at("instanceType"), str(exc))
     sharing = _sharing(sec.value("sharing", {}), sec.at("sharing"), instance, prof, problems)
+    if prof and instance and sharing and driver:
+        _pool_sharing_limits(sharing, driver, instance, sec, prof, problems)
 
     cloud_name = ""
     if prof and name:
@@ -169,6 +171,44 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
     return GpuPool(name=name, instance_type=instance_type, instance=instance, min_nodes=min_nodes, max_nodes=max_nodes,
                    capacity_type=capacity_type, workload=workload, sharing=sharing, driver=driver, labels=labels,
                    taints=taints, cloud_name=cloud_name)
+
+
+def _pool_sharing_limits(sharing: Sharing, driver: str, instance, sec: Section, prof: CloudProfile,
+                         problems: Problems) -> None:
+    """What a cloud can express when its node pool API, not the GPU operator, partitions or shares GPUs."""
+    path = sec.at("sharing")
+    by_pool = ((sharing.mode == "mig" and prof.mig_via == "pool")
+               or (sharing.mode in ("mps", "time-slicing") and prof.sharing_via == "pool"))
+    if by_pool and driver == "operator" and prof.pool_sharing_needs_managed_driver:
+        problems.add(sec.at("driver"), f"operator cannot be combined with sharing mode {sharing.mode} on {prof.service}: "
+                                       f"{prof.service} partitions and shares GPUs through its own driver and device "
+                                       "plugin, which driver: operator turns off; use driver: managed")
+    limit = prof.max_pool_sharing_replicas
+    if by_pool and limit and sharing.replicas and sharing.replicas > limit:
+        problems.add(join(path, "replicas"), f"must be <= {limit} on {prof.service}; got {sharing.replicas}")
+    if sharing.mode == "mig" and prof.mig_via == "pool":
+        _pool_mig_layout(sharing.mig_profile, join(path, "migProfile"), instance.gpu, prof, problems)
+
+
+def _pool_mig_layout(layout, path: str, gpu, prof: CloudProfile, problems: Problems) -> None:
+    field = f"{prof.service} {prof.mig_pool_field}"
+    if isinstance(layout, dict) or layout == "all-balanced":
+        shown = layout if isinstance(layout, str) else "a custom layout"
+        problems.add(path, f"{shown} cannot be expressed on {prof.service}: {field} gives every GPU of a pool one "
+                           "profile; use all-<profile>, or one pool per profile")
+        return
+    name = layout.removeprefix("all-")
+    if "+" in name:
+        problems.add(path, f"{layout} cannot be expressed on {prof.service}: {field} has no media-extension (+me) "
+                           "profiles; use the plain profile")
+        return
+    if prof.mig_by_slices:
+        slices = int(_MIG_G.match(name).group(1))
+        reachable = min((p.name for p in gpu.mig_profiles if "+" not in p.name and p.name.startswith(f"{slices}g.")),
+                        key=lambda n: int(n.split(".")[1].removesuffix("gb")))
+        if reachable != name:
+            problems.add(path, f"{layout} cannot be expressed on {prof.service}: {field} MIG{slices}g always "
+                               f"creates {reachable} on {gpu.name}; use all-{reachable}")
 
 
 def _taint(raw: Any, path: str, problems: Problems) -> Taint | None:

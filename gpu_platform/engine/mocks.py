@@ -1,10 +1,12 @@
 """Strict provider mocks: resources echo their inputs plus the outputs later resources read; unknown invokes fail."""
 from __future__ import annotations
 
+import base64
 import hashlib
 from typing import Any, Callable
 
 import pulumi
+import yaml
 
 
 class UnmockedInvokeError(RuntimeError):
@@ -47,10 +49,22 @@ _INVOKES: dict[str, Callable[[dict], dict]] = {
     "azure-native:authorization:getClientConfig": lambda _: {
         "clientId": "offline", "objectId": "00000000-0000-0000-0000-000000000000",
         "subscriptionId": "00000000-0000-0000-0000-000000000000", "tenantId": "00000000-0000-0000-0000-000000000000"},
+    "azure-native:containerservice:listManagedClusterUserCredentials": lambda args: {"kubeconfigs": [{
+        "name": "clusterUser", "value": _offline_kubeconfig(f"https://{args['resourceName']}.hcp.offline.azmk8s.io:443")}]},
     "oci:Identity/getAvailabilityDomains:getAvailabilityDomains": lambda args: {
         "availabilityDomains": [{"name": f"Offline:AD-{i}", "id": f"ad{i}", "compartmentId": args.get("compartmentId", "")}
                                 for i in (1, 2, 3)], "compartmentId": args.get("compartmentId", ""), "id": "ads"},
 }
+
+
+def _offline_kubeconfig(server: str) -> str:
+    """A base64 kubeconfig shaped like the ones clouds return, with a client certificate user."""
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "offline",
+              "clusters": [{"name": "offline", "cluster": {"server": server, "certificate-authority-data": "T0ZGTElORQ=="}}],
+              "contexts": [{"name": "offline", "context": {"cluster": "offline", "user": "offline"}}],
+              "users": [{"name": "offline", "user": {"client-certificate-data": "T0ZGTElORQ==",
+                                                     "client-key-data": "T0ZGTElORQ=="}}]}
+    return base64.b64encode(yaml.safe_dump(config).encode()).decode()
 
 
 def fake_id(type_: str, name: str) -> str:
