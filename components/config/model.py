@@ -87,8 +87,11 @@ class Sharing:
         if self.mode != "mig":
             return None
         if isinstance(self.mig_profile, dict):
-            return "custom-" + "-".join(f"{k}x{v}" for k, v in sorted(self.mig_profile.items()))
-        return self.mig_profile
+            name = "custom-" + "-".join(f"{k}x{v}" for k, v in sorted(self.mig_profile.items()))
+        else:
+            name = self.mig_profile
+        # A label value cannot hold "+": spell "+me" profiles ".me" as mig-parted's own config names do.
+        return name.replace("+", ".")
 
 
 @dataclass(frozen=True)
