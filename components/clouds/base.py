@@ -63,6 +63,13 @@ class PlatformCluster(pulumi.ComponentResource):
     cluster_name: pulumi.Output[str]
     pools: dict[str, GpuNodePool]
 
+    def autoscaler_values(self) -> dict[str, Any] | None:
+        """The cloud part of the Cluster Autoscaler's Helm values, or None.
+
+        Clouds whose pools autoscale natively (and adopted clusters) return None: nothing to install.
+        """
+        return None
+
     def _finish(self, name: str, kubeconfig: pulumi.Input[str], cluster_name: pulumi.Input[str]) -> None:
         """Create the Kubernetes provider and register outputs: the last step of every cloud's constructor."""
         self.kubeconfig = pulumi.Output.secret(kubeconfig)
