@@ -1,0 +1,206 @@
+"""GKE: a VPC with pod/service ranges and Cloud NAT (unless given), a private regional cluster, a system pool
+and one node pool per GPU pool."""
+from __future__ import annotations
+
+import pulumi
+import pulumi_gcp.compute as compute
+import pulumi_gcp.container as container
+import yaml
+
+from components.clouds.base import GpuNodePool, PlatformCluster
+from components.clouds.profiles import CloudProfile, profile
+from components.config.model import GpuPool, PlatformConfig
+
+NODE_CIDR = "10.0.0.0/20"
+POD_RANGE, POD_CIDR = "pods", "10.16.0.0/14"  # a /24 per node: room for ~1000 nodes
+SERVICE_RANGE, SERVICE_CIDR = "services", "10.20.0.0/20"
+DEFAULT_MASTER_CIDR = "172.16.0.0/28"
+OAUTH_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]  # access is narrowed by IAM, not scopes
+SYSTEM_POOL = "system"
+
+# GKE installs the driver when gpuDriverVersion is DEFAULT; left unset there is no driver at all.
+# INSTALLATION_DISABLED leaves it to the GPU Operator, which only works on Ubuntu node images (REFERENCE section 1).
+DRIVER_VERSIONS = {"managed": "DEFAULT", "operator": "INSTALLATION_DISABLED"}
+GPU_IMAGES = {"managed": "COS_CONTAINERD", "operator": "UBUNTU_CONTAINERD"}
+SHARING_STRATEGIES = {"time-slicing": "TIME_SHARING", "mps": "MPS"}
+
+# GKE writes taints of its own onto GPU pools (the nvidia.com/gpu taint in some create orders,
+# terraform-google-kubernetes-engine#703) and a changed taint list replaces the whole pool
+# (terraform-provider-google#7928); it adds resource labels such as goog-gke-node-pool-provisioning-model;
+# initialNodeCount only matters at creation and the autoscaler owns the count afterwards.
+GKE_MUTATED_FIELDS = ["nodeConfig.taints", "nodeConfig.resourceLabels", "initialNodeCount"]
+
+
+def guest_accelerator(pool: GpuPool) -> dict:
+    """The pool's `guestAccelerators` entry: GPU type and count, driver owner, MIG partition or sharing."""
+    accelerator = {
+        "type": pool.instance.accelerator,
+        "count": pool.instance.gpus,
+        "gpu_driver_installation_config": {"gpu_driver_version": DRIVER_VERSIONS[pool.driver]},
+    }
+    if pool.sharing.mode == "mig":
+        # Config validation leaves one uniform profile, the only layout gpuPartitionSize can express.
+        (accelerator["gpu_partition_size"],) = pool.sharing.mig_layout(pool.instance)
+    if pool.sharing.mode in SHARING_STRATEGIES:
+        accelerator["gpu_sharing_config"] = {"gpu_sharing_strategy": SHARING_STRATEGIES[pool.sharing.mode],
+                                             "max_shared_clients_per_gpu": pool.sharing.replicas}
+    return accelerator
+
+
+def gke_kubeconfig(name: str, endpoint: str, ca_data: str) -> str:
+    """A kubeconfig that authenticates with gke-gcloud-auth-plugin (the deployer's gcloud credentials)."""
+    return yaml.safe_dump({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_data}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "current-context": name,
+        "users": [{"name": name, "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "gke-gcloud-auth-plugin",
+            "installHint": "Install gke-gcloud-auth-plugin: gcloud components install gke-gcloud-auth-plugin",
+            "provideClusterInfo": True,
+            "interactiveMode": "Never",
+        }}}],
+    }, sort_keys=False)
+
+
+def _initial_per_zone(min_nodes: int, zones: list[str] | None) -> int:
+    """Nodes per zone at creation; the autoscaler's total limits settle the count afterwards."""
+    if not min_nodes:
+        return 0
+    return -(-min_nodes // len(zones)) if zones else 1
+
+
+class GkeCluster(PlatformCluster):
+    """A VPC-native private GKE cluster with workload identity and tainted GPU node pools."""
+
+    TYPE = "gpu-platform:gcp:GkeCluster"
+
+    def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
+        cluster = config.cluster
+        super().__init__(self.TYPE, name, {"clusterName": cluster.name, "region": cluster.region}, opts)
+        prof = profile("gcp")
+        extras = cluster.extras
+        project = extras["project"]
+        zones = extras.get("zones")
+
+        if "network" in extras or "subnetwork" in extras:
+            network, subnetwork = extras.get("network"), extras.get("subnetwork")
+            # The given subnetwork's secondary range names are unknown: GKE creates and manages its own.
+            ip_allocation: dict = {}
+        else:
+            network, subnetwork = self._network(name, config, project)
+            ip_allocation = {"cluster_secondary_range_name": POD_RANGE, "services_secondary_range_name": SERVICE_RANGE}
+
+        gke = container.Cluster(
+            f"{name}-gke",
+            name=cluster.name,
+            project=project,
+            location=cluster.region,
+            node_locations=zones,
+            network=network,
+            subnetwork=subnetwork,
+            # Pools are separate resources, so changing one never touches the cluster.
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            release_channel={"channel": "REGULAR"},
+            min_master_version=cluster.kubernetes_version,
+            networking_mode="VPC_NATIVE",
+            ip_allocation_policy=ip_allocation,
+            private_cluster_config={
+                "enable_private_nodes": True,
+                "enable_private_endpoint": cluster.private_endpoint,
+                "master_ipv4_cidr_block": extras.get("masterIpv4CidrBlock", DEFAULT_MASTER_CIDR),
+            },
+            # A private endpoint needs master authorized networks on; without extra CIDRs only the VPC reaches it.
+            master_authorized_networks_config={"gcp_public_cidrs_access_enabled": False}
+            if cluster.private_endpoint else None,
+            workload_identity_config={"workload_pool": f"{project}.svc.id.goog"},
+            datapath_provider="ADVANCED_DATAPATH",  # Dataplane V2 enforces NetworkPolicy
+            deletion_protection=config.production,
+            opts=pulumi.ResourceOptions(parent=self, protect=config.production),
+        )
+        system = config.cluster.system_pool
+        container.NodePool(
+            f"{name}-system",
+            name=SYSTEM_POOL,
+            project=project,
+            location=cluster.region,
+            cluster=gke.name,
+            node_locations=zones,
+            initial_node_count=_initial_per_zone(system.min_nodes, zones),
+            autoscaling={"total_min_node_count": system.min_nodes, "total_max_node_count": system.max_nodes,
+                         "location_policy": "BALANCED"},
+            management={"auto_repair": True, "auto_upgrade": True},
+            node_config={"machine_type": system.instance_type, "image_type": "COS_CONTAINERD",
+                         "oauth_scopes": OAUTH_SCOPES, "workload_metadata_config": {"mode": "GKE_METADATA"}},
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
+        )
+        self.pools = {pool.name: self._gpu_pool(name, config, pool, prof, gke, project, zones)
+                      for pool in config.gpu_pools}
+        kubeconfig = pulumi.Output.all(gke.endpoint, gke.master_auth.cluster_ca_certificate).apply(
+            lambda args: gke_kubeconfig(cluster.name, args[0], args[1]))
+        self._finish(name, kubeconfig, gke.name)
+
+    def _network(self, name: str, config: PlatformConfig, project: str) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+        """A custom-mode VPC, a node subnet with pod and service ranges, and Cloud NAT for private nodes' egress."""
+        region, base = config.cluster.region, config.cluster.name
+        child = pulumi.ResourceOptions(parent=self)
+        vpc = compute.Network(f"{name}-vpc", name=f"{base}-vpc", project=project, auto_create_subnetworks=False,
+                              routing_mode="REGIONAL", opts=child)
+        subnet = compute.Subnetwork(
+            f"{name}-nodes", name=f"{base}-nodes", project=project, region=region, network=vpc.id,
+            ip_cidr_range=NODE_CIDR, private_ip_google_access=True,
+            secondary_ip_ranges=[{"range_name": POD_RANGE, "ip_cidr_range": POD_CIDR},
+                                 {"range_name": SERVICE_RANGE, "ip_cidr_range": SERVICE_CIDR}],
+            opts=child)
+        router = compute.Router(f"{name}-router", name=f"{base}-router", project=project, region=region,
+                                network=vpc.id, opts=child)
+        compute.RouterNat(f"{name}-nat", name=f"{base}-nat", project=project, region=region, router=router.name,
+                          nat_ip_allocate_option="AUTO_ONLY",
+                          source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+                          log_config={"enable": True, "filter": "ERRORS_ONLY"}, opts=child)
+        return vpc.id, subnet.id
+
+    def _gpu_pool(self, name: str, config: PlatformConfig, pool: GpuPool, prof: CloudProfile,
+                  gke: container.Cluster, project: str, zones: list[str] | None) -> GpuNodePool:
+        pool_name = f"{name}-{pool.name}"
+        node_pool = GpuNodePool(pool_name, config, pool, prof, opts=pulumi.ResourceOptions(parent=self))
+        labels = dict(node_pool.labels)
+        if pool.driver == "operator":
+            labels.update(prof.operator_driver_labels)
+        node_config = {
+            "machine_type": pool.instance_type,
+            "image_type": GPU_IMAGES[pool.driver],
+            "guest_accelerators": [guest_accelerator(pool)],
+            # Set explicitly: GKE adds the GPU taint itself only in some create orders.
+            "taints": [{"key": t.key, "value": t.value, "effect": prof.taint_effects[t.effect]} for t in node_pool.taints],
+            "labels": labels,
+            "oauth_scopes": OAUTH_SCOPES,
+            "workload_metadata_config": {"mode": "GKE_METADATA"},
+        }
+        if pool.capacity_type == "spot":
+            node_config["spot"] = True
+        if pool.capacity_type == "reserved":
+            node_config["reservation_affinity"] = {"consume_reservation_type": "ANY_RESERVATION"}
+        node_pool_resource = container.NodePool(
+            f"{pool_name}-nodepool",
+            name=pool.cloud_name,
+            project=project,
+            location=config.cluster.region,
+            cluster=gke.name,
+            node_locations=zones,
+            initial_node_count=_initial_per_zone(pool.min_nodes, zones),
+            # Total (not per-zone) limits keep minNodes/maxNodes meaning the whole pool; ANY lets spot capacity come
+            # from whichever zone has it, BALANCED spreads on-demand nodes.
+            autoscaling={"total_min_node_count": pool.min_nodes, "total_max_node_count": pool.max_nodes,
+                         "location_policy": "ANY" if pool.capacity_type == "spot" else "BALANCED"},
+            management={"auto_repair": True, "auto_upgrade": True},
+            # A surge node would be one more scarce GPU machine: upgrade by replacing one node at a time.
+            upgrade_settings={"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1},
+            node_config=node_config,
+            opts=pulumi.ResourceOptions(parent=node_pool, ignore_changes=GKE_MUTATED_FIELDS),
+        )
+        node_pool.finish({"nodePoolName": node_pool_resource.name})
+        return node_pool
