@@ -146,7 +146,7 @@ class AksCluster(PlatformCluster):
         vnet = network.VirtualNetwork(f"{name}-vnet", virtual_network_name=vnet_name, resource_group_name=group_name,
                                       location=config.cluster.region, address_space={"address_prefixes": [cidr]},
                                       opts=child)
-        # Nodes take the first half of the VNet (at most a /18), leaving room for other subnets.
+        # Nodes take the first /18 (16k nodes; the first half of a smaller VNet), leaving room for other subnets.
         node_range = next(vnet_range.subnets(new_prefix=max(vnet_range.prefixlen + 1, 18)))
         subnet = network.Subnet(f"{name}-nodes", subnet_name="nodes", resource_group_name=group_name,
                                 virtual_network_name=vnet.id.apply(lambda _: vnet_name),

@@ -145,6 +145,7 @@ class Team:
     lending_limit: int | None = None
     priority: str = "normal"
     groups: tuple[str, ...] = ()
+    reclaim: bool = False  # the reclaimer may take back this team's idle GPUs (observability.reclaim)
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,7 @@ class Prometheus:
     install: bool = True
     namespace: str = "monitoring"
     release_label: str = "kube-prometheus-stack"  # ServiceMonitors carry `release: <this>`
+    url: str | None = None  # HTTP API of an existing Prometheus (install: false), for the reclaimer
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,16 @@ class Slo:
 
     min_utilization: float = 0.5
     idle_minutes: int = 30
+    pending_minutes: int = 60  # GPU work waiting longer than this is alerted
+
+
+@dataclass(frozen=True)
+class Reclaim:
+    """The opt-in job that takes idle allocated GPUs back from opted-in teams."""
+
+    enabled: bool = False
+    dry_run: bool = True
+    schedule: str = "*/10 * * * *"
 
 
 @dataclass(frozen=True)
@@ -171,6 +183,7 @@ class Observability:
     dcgm: bool = True
     prometheus: Prometheus = field(default_factory=Prometheus)
     slo: Slo = field(default_factory=Slo)
+    reclaim: Reclaim = field(default_factory=Reclaim)
 
 
 @dataclass(frozen=True)
