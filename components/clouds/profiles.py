@@ -4,8 +4,10 @@ Components read these facts instead of branching on the cloud name.
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 
 @dataclass(frozen=True)
@@ -15,6 +17,24 @@ class ExtraKey:
     kind: type | tuple[type, ...]
     doc: str
     required: bool = False
+    choices: tuple[str, ...] = ()  # the only values the cloud API accepts
+    requires: tuple[str, ...] = ()  # sibling keys that must be set with this one
+    check: Callable[[Any], str | None] | None = None  # what is wrong with a value of the right kind, or None
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` (already of the right kind) is not acceptable, or None."""
+        if self.choices and value not in self.choices:
+            return f"{value!r} is not allowed; allowed: {', '.join(self.choices)}"
+        return self.check(value) if self.check else None
+
+
+@dataclass(frozen=True)
+class GpuImage:
+    """A GPU node image a cloud offers, and what pools running it need."""
+
+    labels: dict[str, str] = field(default_factory=dict)  # node labels every node on this image needs
+    sharing_modes: tuple[str, ...] = ("none", "mig", "mps", "time-slicing")  # the modes the platform can set up on it
+    note: str = ""  # why sharing_modes is limited, shown in errors
 
 
 @dataclass(frozen=True)
@@ -66,7 +86,71 @@ class CloudProfile:
     spot_taints: tuple[tuple[str, str, str], ...] = ()
     # Node labels a pool needs when the GPU operator owns the driver.
     operator_driver_labels: dict[str, str] = field(default_factory=dict)
+    # GPU node images, chosen by the extras key `gpu_image_key`; the first one is the default.
+    gpu_images: dict[str, GpuImage] = field(default_factory=dict)
+    gpu_image_key: str = ""
+    # Config capacity type -> the provider's spelling, when the cloud takes one field for it.
+    capacity_types: dict[str, str] = field(default_factory=dict)
+    # The extras key mapping each reserved pool to its reservation, when the cloud cannot use reserved capacity
+    # without naming it.
+    reservations_key: str = ""
+    # Who scales GPU pools: "pool" (the cloud's own pool autoscaling) or "cluster-autoscaler" (installed by us).
+    autoscaler: str = "pool"
+    # Node label the Cluster Autoscaler reads to know a new node will have GPUs, so it waits for the device plugin
+    # instead of scaling up again.
+    autoscaler_gpu_label: str = ""
 
+
+def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
+    try:
+        return ipaddress.IPv4Network(value)
+    except (ValueError, TypeError):
+        return None
+
+
+def _vpc_cidr(value: str) -> str | None:
+    net = _ipv4_network(value)
+    if net is None:
+        return f"{value!r} is not an IPv4 network like 10.0.0.0/16 (host bits zero)"
+    # AWS allows /16 at most; /22 still leaves a /24 of node and pod addresses per AZ (the VPC CNI gives pods VPC IPs).
+    if not 16 <= net.prefixlen <= 22:
+        return f"must be a /16 to /22 network; got /{net.prefixlen}"
+    return None
+
+
+def _cidr_list(value: list) -> str | None:
+    bad = [v for v in value if not isinstance(v, str) or _ipv4_network(v) is None]
+    return f"must list IPv4 networks like 203.0.113.0/24; not: {', '.join(map(repr, bad))}" if bad else None
+
+
+def _subnet_ids(value: list) -> str | None:
+    if not all(isinstance(v, str) and v.startswith("subnet-") for v in value):
+        return f"must list subnet ids (subnet-...); got {value!r}"
+    # EKS places control plane interfaces in at least two AZs.
+    return None if len(value) >= 2 else f"must list at least two subnets in different AZs; got {len(value)}"
+
+
+def _capacity_blocks(value: dict) -> str | None:
+    for pool, block in value.items():
+        if (not isinstance(block, dict) or set(block) != {"reservationId", "availabilityZone"}
+                or not str(block.get("reservationId", "")).startswith("cr-")):
+            return (f"{pool}: must be {{reservationId: cr-..., availabilityZone: <zone>}} "
+                    f"(the Capacity Block bought for that pool); got {block!r}")
+    return None
+
+
+# EKS GPU AMIs (REFERENCE section 1). Bottlerocket ships its own NVIDIA device plugin: these labels keep the GPU
+# Operator's operands off its nodes, or the operator's plugin crash-loops (awslabs/ai-on-eks#78).
+_EKS_GPU_IMAGES = {
+    "AL2023_x86_64_NVIDIA": GpuImage(),
+    "BOTTLEROCKET_x86_64_NVIDIA": GpuImage(
+        labels={f"nvidia.com/gpu.deploy.{operand}": "false"
+                for operand in ("device-plugin", "driver", "mig-manager", "container-toolkit")},
+        sharing_modes=("none",),
+        note="Bottlerocket's own device plugin serves whole GPUs; MIG and sharing need the GPU Operator's "
+             "mig-manager and device plugin, which are off on Bottlerocket",
+    ),
+}
 
 _K8S_EFFECTS = {"NoSchedule": "NoSchedule", "PreferNoSchedule": "PreferNoSchedule", "NoExecute": "NoExecute"}
 _API_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
@@ -79,16 +163,32 @@ PROFILES: dict[str, CloudProfile] = {
         # The GPU Operator cannot own the driver on Amazon Linux (NVIDIA/gpu-operator#686): the EKS GPU AMI does.
         driver_owners=("managed",),
         default_driver="managed",
-        pool_naming=PoolNaming(max_len=63, pattern=r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}"),
+        # EKS allows 63 characters; EksCluster prefixes GPU node group names with "gpu-" (4).
+        pool_naming=PoolNaming(max_len=59, pattern=r"[A-Za-z0-9][A-Za-z0-9_-]{0,58}"),
         default_system_instance="m6i.2xlarge",
         extras={
-            "vpcId": ExtraKey(str, "existing VPC id; omit to create a private VPC"),
-            "subnetIds": ExtraKey(list, "existing private subnet ids (two or more AZs)"),
-            "vpcCidr": ExtraKey(str, "CIDR of the VPC created when vpcId is omitted"),
-            "amiType": ExtraKey(str, "GPU node AMI type: AL2023_x86_64_NVIDIA (default) or BOTTLEROCKET_x86_64_NVIDIA"),
-            "publicAccessCidrs": ExtraKey(list, "CIDRs allowed to reach a public API endpoint"),
+            "vpcId": ExtraKey(str, "existing VPC id; omit to create a private VPC", requires=("subnetIds",),
+                              check=lambda v: None if v.startswith("vpc-") else f"must be a VPC id (vpc-...); got {v!r}"),
+            "subnetIds": ExtraKey(list, "existing private subnet ids (two or more AZs)", check=_subnet_ids),
+            "vpcCidr": ExtraKey(str, "CIDR of the VPC created when vpcId is omitted", check=_vpc_cidr),
+            "amiType": ExtraKey(str, "GPU node AMI type: AL2023_x86_64_NVIDIA (default) or BOTTLEROCKET_x86_64_NVIDIA",
+                                choices=tuple(_EKS_GPU_IMAGES)),
+            "publicAccessCidrs": ExtraKey(list, "CIDRs allowed to reach a public API endpoint", check=_cidr_list),
+            "capacityBlocks": ExtraKey(dict, "per reserved pool: {reservationId, availabilityZone} of its EC2 "
+                                             "Capacity Block for ML", check=_capacity_blocks),
         },
         driver_note="the EKS GPU AMI owns driver and toolkit; the operator cannot install the driver on Amazon Linux, NVIDIA/gpu-operator#686",
+        gpu_images=_EKS_GPU_IMAGES,
+        gpu_image_key="amiType",
+        # Reserved GPU capacity on EC2 is a Capacity Block for ML; managed node groups take it as CAPACITY_BLOCK.
+        capacity_types={"on-demand": "ON_DEMAND", "spot": "SPOT", "reserved": "CAPACITY_BLOCK"},
+        # A CAPACITY_BLOCK node group launches only through a launch template naming the block (EKS user guide,
+        # capacity-blocks-mng), in the block's AZ.
+        reservations_key="capacityBlocks",
+        # Managed node groups have no autoscaling of their own: only min/max bounds for the Cluster Autoscaler.
+        autoscaler="cluster-autoscaler",
+        # The Cluster Autoscaler's AWS GPU label: nodes carrying it count as unready until GPUs are advertised.
+        autoscaler_gpu_label="k8s.amazonaws.com/accelerator",
     ),
     "azure": CloudProfile(
         name="azure",

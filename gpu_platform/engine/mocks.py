@@ -15,17 +15,19 @@ class UnmockedInvokeError(RuntimeError):
 
 # Outputs a real provider computes that the program reads back (e.g. to build a kubeconfig).
 _COMPUTED: dict[str, Callable[[str, dict], dict]] = {
-    "aws:eks/cluster:Cluster": lambda name, _: {
+    "aws:eks/cluster:Cluster": lambda name, inputs: {
         "endpoint": f"https://{name}.gr7.offline.eks.amazonaws.com",
         "certificateAuthority": {"data": "T0ZGTElORQ=="},
         "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.offline.amazonaws.com/id/{name.upper()}"}]}],
-        "arn": f"arn:aws:eks:offline:000000000000:cluster/{name}",
+        "arn": f"arn:aws:eks:offline:000000000000:cluster/{inputs.get('name', name)}",
     },
     "aws:iam/role:Role": lambda name, _: {"arn": f"arn:aws:iam::000000000000:role/{name}"},
     "aws:iam/openIdConnectProvider:OpenIdConnectProvider": lambda name, _: {
         "arn": f"arn:aws:iam::000000000000:oidc-provider/{name}"},
     "aws:eks/nodeGroup:NodeGroup": lambda name, _: {
         "resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}]},
+    "aws:kms/key:Key": lambda name, _: {"arn": f"arn:aws:kms:offline:000000000000:key/{name}"},
+    "aws:ec2/launchTemplate:LaunchTemplate": lambda name, _: {"latestVersion": 1},
     "azure-native:containerservice:ManagedCluster": lambda name, inputs: {
         "fqdn": f"{name}.hcp.offline.azmk8s.io", "privateFQDN": f"{name}.privatelink.offline.azmk8s.io",
         "oidcIssuerProfile": {"issuerURL": f"https://offline.oic.prod-aks.azure.com/{name}/"},
@@ -46,6 +48,9 @@ _INVOKES: dict[str, Callable[[dict], dict]] = {
         "accountId": "000000000000", "arn": "arn:aws:iam::000000000000:user/offline", "userId": "offline", "id": "0"},
     "aws:index/getAvailabilityZones:getAvailabilityZones": lambda _: {
         "names": ["offline-1a", "offline-1b", "offline-1c"], "zoneIds": ["o1-az1", "o1-az2", "o1-az3"], "id": "z"},
+    # Offline every subnet id lies in the zone asked for: the first id named answers.
+    "aws:ec2/getSubnets:getSubnets": lambda args: {
+        "ids": [v for f in args.get("filters", []) if f["name"] == "subnet-id" for v in f["values"]][:1], "id": "s"},
     "azure-native:authorization:getClientConfig": lambda _: {
         "clientId": "offline", "objectId": "00000000-0000-0000-0000-000000000000",
         "subscriptionId": "00000000-0000-0000-0000-000000000000", "tenantId": "00000000-0000-0000-0000-000000000000"},

@@ -1,0 +1,126 @@
+"""EKS from plain pulumi_aws resources: network, IAM, control plane, managed node groups, Cluster Autoscaler IAM."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pulumi
+import pulumi_aws
+import pulumi_aws.eks as eks
+import pulumi_aws.iam as iam
+import pulumi_aws.kms as kms
+
+from components.clouds import aws_iam, aws_network, aws_nodes
+from components.clouds.base import GpuNodePool, PlatformCluster
+from components.clouds.profiles import profile
+from components.config.model import PlatformConfig
+
+PROFILE = profile("aws")
+AUTHENTICATION_MODE = "API_AND_CONFIG_MAP"  # access entries, while aws-auth still works for existing tooling
+LOG_TYPES = ("api", "audit", "authenticator")
+PRODUCTION_LOG_TYPES = (*LOG_TYPES, "controllerManager", "scheduler")
+
+
+def kubeconfig(cluster_name: str, endpoint: str, ca_data: str, region: str) -> str:
+    """A kubeconfig that authenticates with `aws eks get-token` (no long-lived token in state)."""
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": cluster_name,
+        "clusters": [{"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}],
+        "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
+        "users": [{"name": cluster_name, "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws",
+            "args": ["eks", "get-token", "--cluster-name", cluster_name, "--region", region, "--output", "json"],
+        }}}],
+    }, indent=2)
+
+
+class EksCluster(PlatformCluster):
+    """An EKS cluster with a system node group and one tainted managed node group per GPU pool."""
+
+    TYPE = "gpu-platform:aws:EksCluster"
+
+    def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(self.TYPE, name, {"clusterName": config.cluster.name, "region": config.cluster.region}, opts)
+        self.region = config.cluster.region
+        extras = config.cluster.extras
+        # An explicit provider: the cluster lands in cluster.region whatever the stack's aws:region says.
+        self._aws = pulumi_aws.Provider(f"{name}-aws", region=self.region, opts=pulumi.ResourceOptions(parent=self))
+
+        network = self._network(name, config)
+        cluster_role, cluster_grants = aws_iam.service_role(f"{name}-cluster", "eks.amazonaws.com",
+                                                           aws_iam.CLUSTER_POLICIES, self._opts)
+        node_role, node_grants = aws_iam.service_role(f"{name}-node", "ec2.amazonaws.com",
+                                                     aws_iam.NODE_POLICIES, self._opts)
+
+        private = config.cluster.private_endpoint
+        vpc_config: dict[str, Any] = {"subnet_ids": network.private_subnet_ids, "endpoint_private_access": True,
+                                      "endpoint_public_access": not private}
+        if not private and extras.get("publicAccessCidrs"):
+            vpc_config["public_access_cidrs"] = extras["publicAccessCidrs"]
+        encryption = None
+        if config.production:
+            key = kms.Key(f"{name}-secrets", description=f"EKS secrets encryption for {config.cluster.name}",
+                          enable_key_rotation=True, deletion_window_in_days=30, opts=self._opts())
+            encryption = {"provider": {"key_arn": key.arn}, "resources": ["secrets"]}
+        self.eks = eks.Cluster(
+            f"{name}-eks", name=config.cluster.name, role_arn=cluster_role.arn,
+            version=config.cluster.kubernetes_version, vpc_config=vpc_config,
+            access_config={"authentication_mode": AUTHENTICATION_MODE,
+                           # The deployer's identity administers the cluster, so the kubeconfig below works.
+                           "bootstrap_cluster_creator_admin_permissions": True},
+            enabled_cluster_log_types=list(PRODUCTION_LOG_TYPES if config.production else LOG_TYPES),
+            encryption_config=encryption,
+            # The role must hold its policy before EKS uses it, and keep it until the cluster is gone.
+            opts=self._opts(depends_on=cluster_grants))
+
+        issuer = self.eks.identities.apply(lambda ids: ids[0].oidcs[0].issuer)
+        self.oidc_provider = iam.OpenIdConnectProvider(f"{name}-oidc", url=issuer, client_id_lists=["sts.amazonaws.com"],
+                                                       opts=self._opts())
+        self._autoscaler_role = aws_iam.autoscaler_role(f"{name}-cluster-autoscaler", self.eks.name, self.eks.arn,
+                                                        issuer, self.oidc_provider, self._opts)
+
+        aws_nodes.system_node_group(name, config, self.eks, node_role.arn, network.private_subnet_ids,
+                                    self._opts(depends_on=node_grants))
+        self.pools = {}
+        image_type = extras.get(PROFILE.gpu_image_key, next(iter(PROFILE.gpu_images)))
+        blocks = extras.get(PROFILE.reservations_key, {})
+        for spec in config.gpu_pools:
+            pool_name = f"{name}-{spec.name}"
+            pool = GpuNodePool(pool_name, config, spec, PROFILE, opts=pulumi.ResourceOptions(parent=self))
+            subnets = (network.zone_subnet(blocks[spec.name]["availabilityZone"]) if spec.capacity_type == "reserved"
+                       else network.private_subnet_ids)
+            group, asg_name = aws_nodes.gpu_node_group(
+                pool_name, pool, config, PROFILE, image_type, self.eks, node_role.arn, subnets,
+                pulumi.ResourceOptions(parent=pool, provider=self._aws, depends_on=node_grants))
+            pool.finish({"nodeGroupName": group.node_group_name, "autoscalingGroupName": asg_name,
+                         "amiType": image_type})
+            self.pools[spec.name] = pool
+
+        config_text = pulumi.Output.all(self.eks.name, self.eks.endpoint, self.eks.certificate_authority.data).apply(
+            lambda a: kubeconfig(a[0], a[1], a[2], self.region))
+        self._finish(name, config_text, self.eks.name)
+
+    def _opts(self, **kwargs: Any) -> pulumi.ResourceOptions:
+        """Options for a direct child: parented here, created through this cluster's regional provider."""
+        return pulumi.ResourceOptions(parent=self, provider=self._aws, **kwargs)
+
+    def _network(self, name: str, config: PlatformConfig) -> aws_network.Network:
+        if "subnetIds" in config.cluster.extras:
+            return aws_network.existing(config, self._aws)
+        available = pulumi_aws.get_availability_zones(state="available",
+                                                      opts=pulumi.InvokeOptions(provider=self._aws)).names
+        reserved = [block["availabilityZone"]
+                    for block in config.cluster.extras.get(PROFILE.reservations_key, {}).values()]
+        return aws_network.create(name, config, aws_network.pick_zones(list(available), reserved), self._opts)
+
+    def autoscaler_values(self) -> dict[str, Any]:
+        """Managed node groups only scale through the Cluster Autoscaler: where it runs, what it finds, its IAM role."""
+        return {
+            "cloudProvider": "aws",
+            "awsRegion": self.region,
+            "autoDiscovery": {"clusterName": self.cluster_name},
+            "rbac": {"serviceAccount": {
+                "name": aws_iam.AUTOSCALER_SERVICE_ACCOUNT,
+                "annotations": {"eks.amazonaws.com/role-arn": self._autoscaler_role.arn},
+            }},
+        }

@@ -1,0 +1,105 @@
+"""EKS managed node groups: the system group, GPU groups, and the hints that let the Cluster Autoscaler scale from zero."""
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_aws.autoscaling as autoscaling
+import pulumi_aws.ec2 as ec2
+import pulumi_aws.eks as eks
+
+from components.clouds.base import GpuNodePool
+from components.clouds.labels import LABEL_PREFIX
+from components.clouds.profiles import CloudProfile, GpuImage
+from components.config.capacity import GPU_RESOURCE
+from components.config.model import PlatformConfig, Taint
+
+GPU_NODE_GROUP_PREFIX = "gpu-"  # keeps GPU node groups apart from "system" whatever the pools are called
+SYSTEM_NODE_GROUP = "system"
+SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template/"
+# The autoscaler owns the node count between min and max; applying the stack again must not reset it.
+AUTOSCALED = ["scalingConfig.desiredSize"]
+# CUDA and framework images are 10-20 GB each: EKS's 20 GiB default root volume fills after one pull.
+GPU_DISK_GIB = 200
+
+
+def scaling(min_nodes: int, max_nodes: int) -> dict[str, int]:
+    """Bounds for the autoscaler; the group starts at its minimum."""
+    return {"min_size": min_nodes, "max_size": max_nodes, "desired_size": min_nodes}
+
+
+def gpu_node_labels(pool: GpuNodePool, image: GpuImage, profile: CloudProfile) -> dict[str, str]:
+    """The pool's labels, those its image needs, and the autoscaler's GPU label when it advertises whole-GPU units.
+
+    Under mixed MIG a node never advertises nvidia.com/gpu, and the autoscaler would count a labelled node as
+    unready for good.
+    """
+    labels = {**pool.labels, **image.labels}
+    if profile.autoscaler_gpu_label and GPU_RESOURCE in pool.advertised:
+        labels[profile.autoscaler_gpu_label] = f"nvidia-{pool.pool.instance.gpu.name.lower()}"
+    return dict(sorted(labels.items()))
+
+
+def node_template_tags(labels: dict[str, str], taints: tuple[Taint, ...], advertised: dict[str, int]) -> dict[str, str]:
+    """Auto Scaling group tags that describe a node before one exists (autoscaler AWS README, scaling from 0)."""
+    tags = {f"{NODE_TEMPLATE}label/{key}": value for key, value in labels.items()}
+    tags.update({f"{NODE_TEMPLATE}taint/{t.key}": f"{t.value}:{t.effect}" for t in taints})
+    tags.update({f"{NODE_TEMPLATE}resources/{name}": str(count) for name, count in advertised.items()})
+    return tags
+
+
+def system_node_group(name: str, config: PlatformConfig, cluster: eks.Cluster, node_role_arn: pulumi.Input[str],
+                      subnet_ids: list, opts: pulumi.ResourceOptions) -> eks.NodeGroup:
+    """The untainted pool for cluster add-ons and platform controllers."""
+    system = config.cluster.system_pool
+    return eks.NodeGroup(
+        f"{name}-system", cluster_name=cluster.name, node_group_name=SYSTEM_NODE_GROUP, node_role_arn=node_role_arn,
+        subnet_ids=subnet_ids, instance_types=[system.instance_type], ami_type=SYSTEM_AMI_TYPE,
+        capacity_type="ON_DEMAND", version=cluster.version,
+        scaling_config=scaling(system.min_nodes, system.max_nodes),
+        labels={f"{LABEL_PREFIX}/node-role": SYSTEM_NODE_GROUP},
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=AUTOSCALED)))
+
+
+def capacity_block_template(name: str, pool: GpuNodePool, reservation_id: str,
+                            opts: pulumi.ResourceOptions) -> ec2.LaunchTemplate:
+    """The launch template a CAPACITY_BLOCK node group needs: the block's instance type and reservation."""
+    return ec2.LaunchTemplate(
+        f"{name}-capacity-block", instance_type=pool.pool.instance_type,
+        instance_market_options={"market_type": "capacity-block"},
+        capacity_reservation_specification={"capacity_reservation_target": {"capacity_reservation_id": reservation_id}},
+        opts=opts)
+
+
+def gpu_node_group(name: str, pool: GpuNodePool, config: PlatformConfig, profile: CloudProfile, image_type: str,
+                   cluster: eks.Cluster, node_role_arn: pulumi.Input[str], subnet_ids: Any,
+                   opts: pulumi.ResourceOptions) -> tuple[eks.NodeGroup, pulumi.Output[str]]:
+    """One GPU pool's managed node group and its node-template tags; returns the group and its ASG name."""
+    spec = pool.pool
+    labels = gpu_node_labels(pool, profile.gpu_images[image_type], profile)
+    capacity_type = profile.capacity_types[spec.capacity_type]
+    placement: dict[str, Any] = {"instance_types": [spec.instance_type], "disk_size": GPU_DISK_GIB}
+    if spec.capacity_type == "reserved":
+        block = config.cluster.extras[profile.reservations_key][spec.name]
+        template = capacity_block_template(name, pool, block["reservationId"], opts)
+        # Instance type and disk come from the launch template; EKS rejects them on the group as well.
+        placement = {"launch_template": {"id": template.id, "version": template.latest_version.apply(str)}}
+    tags = {f"{LABEL_PREFIX}/pool": spec.name}
+    if spec.instance.interconnect:
+        # Recorded only: EFA interfaces need a launch template with EFA network interfaces, not created yet.
+        tags[f"{LABEL_PREFIX}/interconnect"] = spec.instance.interconnect
+    group = eks.NodeGroup(
+        f"{name}-nodegroup", cluster_name=cluster.name, node_group_name=GPU_NODE_GROUP_PREFIX + spec.cloud_name,
+        node_role_arn=node_role_arn, subnet_ids=subnet_ids, ami_type=image_type, capacity_type=capacity_type,
+        version=cluster.version, scaling_config=scaling(spec.min_nodes, spec.max_nodes), labels=labels,
+        taints=[{"key": t.key, "value": t.value, "effect": profile.taint_effects[t.effect]} for t in pool.taints],
+        # One GPU node at a time: a rolling update never takes more than one node's GPUs away.
+        update_config={"max_unavailable": 1}, tags=tags, **placement,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=AUTOSCALED)))
+    asg_name = group.resources.apply(lambda resources: resources[0].autoscaling_groups[0].name)
+    for key, value in node_template_tags(labels, pool.taints, pool.advertised).items():
+        autoscaling.Tag(f"{name}-asg-{key.removeprefix(NODE_TEMPLATE)}", autoscaling_group_name=asg_name,
+                        # The autoscaler reads these from the group; instances have no use for them.
+                        tag={"key": key, "value": value, "propagate_at_launch": False}, opts=opts)
+    return group, asg_name
