@@ -12,7 +12,7 @@ from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, Section, join
 from components.config.model import (
     CAPACITY_TYPES, CLOUDS, DRIVER_OWNERS, ENVIRONMENTS, PRIORITIES, SCHEDULERS, SHARING_MODES, TAINT_EFFECTS, WORKLOADS,
-    Cluster, Exemption, Gang, GpuPool, NodePool, Observability, PlatformConfig, Policy, Prometheus, Scheduler,
+    Cluster, Exemption, Gang, GpuPool, NodePool, Observability, PlatformConfig, Policy, Prometheus, Reclaim, Scheduler,
     Sharing, Slo, Taint, Team,
 )
 
@@ -24,6 +24,10 @@ _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 _TAINT_STRING = re.compile(r"(?P<key>[^=:]+)(=(?P<value>[^:]*))?:(?P<effect>\w+)")
 _MIG_G = re.compile(r"(\d+)g\.")
+_HTTP_URL = re.compile(r"https?://[^\s/]+(/\S*)?")
+_CRON = re.compile(r"@(annually|yearly|monthly|weekly|daily|midnight|hourly)|[\d*/,A-Za-z-]+(\s+[\d*/,A-Za-z-]+){4}")
+_HTTP_URL = re.compile(r"https?://[^\s/]+(/\S*)?")
+_CRON = re.compile(r"@(annually|yearly|monthly|weekly|daily|midnight|hourly)|[\d*/,A-Za-z-]+(\s+[\d*/,A-Za-z-]+){4}")
 
 
 def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
@@ -43,6 +47,8 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     teams = _teams(top.list("teams", required=True), pools, declared, problems)
     observability = _observability(top.value("observability", {}), problems)
     policy = _policy(top.value("policy", {}), problems)
+    _reclaim_opt_ins(top.value("teams", []), teams, observability, problems)
+    _reclaim_opt_ins(top.value("teams", []), teams, observability, problems)
     if prof and cluster:
         _cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)
     _spot_warnings(pools, production, problems)
@@ -322,7 +328,8 @@ def _teams(items: list[Any], pools: list[GpuPool], declared: set, problems: Prob
     teams: list[Team] = []
     for i, item in enumerate(items):
         path = join("teams", i)
-        sec = Section(item, path, problems, ("name", "quotas", "borrowingLimit", "lendingLimit", "priority", "groups"))
+        sec = Section(item, path, problems, ("name", "quotas", "borrowingLimit", "lendingLimit", "priority", "groups",
+                                             "reclaim"))
         name = sec.str("name", pattern=DNS1123_LABEL, what="a DNS-1123 label (it becomes the team's namespace)")
         if name in RESERVED_NAMESPACES:
             problems.add(sec.at("name"), f"{name!r} is a reserved namespace; reserved: {', '.join(RESERVED_NAMESPACES)}")
@@ -335,6 +342,7 @@ def _teams(items: list[Any], pools: list[GpuPool], declared: set, problems: Prob
             lending_limit=sec.int("lendingLimit", None, minimum=0),
             priority=sec.str("priority", "normal", choices=PRIORITIES) or "normal",
             groups=tuple(sec.str_list("groups")),
+            reclaim=bool(sec.bool("reclaim", False)),
         )
         teams.append(team)
     return teams
@@ -366,19 +374,53 @@ def _quotas(raw: Any, path: str, pools: dict[str, GpuPool], declared: set, strat
 
 
 def _observability(raw: Any, problems: Problems) -> Observability:
-    sec = Section(raw, "observability", problems, ("dcgm", "prometheus", "slo"))
-    prom = Section(sec.value("prometheus", {}), sec.at("prometheus"), problems, ("install", "namespace", "releaseLabel"))
-    slo = Section(sec.value("slo", {}), sec.at("slo"), problems, ("minUtilization", "idleMinutes"))
-    return Observability(
+    sec = Section(raw, "observability", problems, ("dcgm", "prometheus", "slo", "reclaim"))
+    prom = Section(sec.value("prometheus", {}), sec.at("prometheus"), problems,
+                   ("install", "namespace", "releaseLabel", "url"))
+    slo = Section(sec.value("slo", {}), sec.at("slo"), problems, ("minUtilization", "idleMinutes", "pendingMinutes"))
+    observability = Observability(
         dcgm=sec.bool("dcgm", True),
         prometheus=Prometheus(
             install=prom.bool("install", True),
             namespace=prom.str("namespace", "monitoring", pattern=DNS1123_LABEL, what="a namespace name"),
             release_label=prom.str("releaseLabel", "kube-prometheus-stack"),
+            url=prom.str("url", None, pattern=_HTTP_URL, what="an http:// or https:// URL"),
         ),
         slo=Slo(min_utilization=slo.number("minUtilization", 0.5, 0.0, 1.0),
-                idle_minutes=slo.int("idleMinutes", 30, minimum=1)),
+                idle_minutes=slo.int("idleMinutes", 30, minimum=1),
+                pending_minutes=slo.int("pendingMinutes", 60, minimum=1)),
+        reclaim=_reclaim(sec.value("reclaim", {}), sec.at("reclaim"), problems),
     )
+    if observability.reclaim.enabled:
+        if observability.dcgm is False:
+            problems.add(join(sec.at("reclaim"), "enabled"), "needs observability.dcgm: true (idle GPUs are measured by DCGM)")
+        if observability.prometheus.install is False and observability.prometheus.url is None:
+            problems.add(prom.at("url"), "is required when observability.reclaim.enabled and prometheus.install is "
+                                         "false: the reclaimer asks that Prometheus which GPUs are idle")
+    return observability
+
+
+def _reclaim(raw: Any, path: str, problems: Problems) -> Reclaim:
+    sec = Section(raw, path, problems, ("enabled", "dryRun", "schedule"))
+    return Reclaim(
+        enabled=bool(sec.bool("enabled", False)),
+        dry_run=sec.bool("dryRun", True) is not False,  # anything but an explicit false stays a dry run
+        schedule=sec.str("schedule", "*/10 * * * *", pattern=_CRON,
+                         what="a cron schedule like \"*/10 * * * *\" or @hourly") or "*/10 * * * *",
+    )
+
+
+def _reclaim_opt_ins(items: Any, teams: list[Team], observability: Observability, problems: Problems) -> None:
+    """Teams opt in to reclaim one by one; either half alone does nothing, which is worth a warning."""
+    opted = [i for i, item in enumerate(items if isinstance(items, list) else []) if isinstance(item, dict)
+             and item.get("reclaim") is True]
+    if observability.reclaim.enabled and not opted:
+        problems.warn("observability.reclaim.enabled", "no team sets reclaim: true, so the reclaimer will find "
+                                                       "nothing it may act on")
+    if not observability.reclaim.enabled:
+        for i in opted:
+            problems.warn(join(join("teams", i), "reclaim"), "has no effect while observability.reclaim.enabled "
+                                                             "is false")
 
 
 def _policy(raw: Any, problems: Problems) -> Policy:
