@@ -26,8 +26,6 @@ _TAINT_STRING = re.compile(r"(?P<key>[^=:]+)(=(?P<value>[^:]*))?:(?P<effect>\w+)
 _MIG_G = re.compile(r"(\d+)g\.")
 _HTTP_URL = re.compile(r"https?://[^\s/]+(/\S*)?")
 _CRON = re.compile(r"@(annually|yearly|monthly|weekly|daily|midnight|hourly)|[\d*/,A-Za-z-]+(\s+[\d*/,A-Za-z-]+){4}")
-_HTTP_URL = re.compile(r"https?://[^\s/]+(/\S*)?")
-_CRON = re.compile(r"@(annually|yearly|monthly|weekly|daily|midnight|hourly)|[\d*/,A-Za-z-]+(\s+[\d*/,A-Za-z-]+){4}")
 
 
 def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
@@ -47,7 +45,6 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     teams = _teams(top.list("teams", required=True), pools, declared, problems)
     observability = _observability(top.value("observability", {}), problems)
     policy = _policy(top.value("policy", {}), problems)
-    _reclaim_opt_ins(top.value("teams", []), teams, observability, problems)
     _reclaim_opt_ins(top.value("teams", []), teams, observability, problems)
     if prof and cluster:
         _cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)
