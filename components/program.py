@@ -12,7 +12,9 @@ from components.config.model import PlatformConfig
 from components.context import Context
 
 # Layers inside the cluster, in install order; each module has `install(ctx: Context) -> None`.
-LAYERS: tuple[str, ...] = ()
+LAYERS: tuple[str, ...] = (
+    "components.gpu.layer",
+)
 
 
 def build(config: PlatformConfig) -> dict[str, Any]:

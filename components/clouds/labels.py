@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from components.clouds.profiles import CloudProfile
 from components.config.model import GpuPool, PlatformConfig, Taint
+from components.gpu.operands import node_labels
 
 LABEL_PREFIX = "gpu-platform.io"
 POOL_LABEL = f"{LABEL_PREFIX}/pool"
@@ -20,6 +21,7 @@ def pool_labels(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
         f"{LABEL_PREFIX}/driver": pool.driver,
     }
     labels.update(pool.labels)
+    labels.update(node_labels(config, pool))  # what the GPU Operator must (not) do on these nodes
     return dict(sorted(labels.items()))
 
 

@@ -99,6 +99,20 @@ class CloudProfile:
     # Node label the Cluster Autoscaler reads to know a new node will have GPUs, so it waits for the device plugin
     # instead of scaling up again.
     autoscaler_gpu_label: str = ""
+    # GPU Operator facts (components/gpu). The cloud's GPU image already has the NVIDIA container toolkit.
+    image_ships_toolkit: bool = False
+    # The cloud runs its own device plugin on pools whose driver it installs (what mig_via/sharing_via "pool" use).
+    cloud_device_plugin: bool = False
+    # The GPU id type that plugin reports to the kubelet, for dcgm-exporter's pod attribution ("uid" | "device-name").
+    cloud_plugin_gpu_id_type: str = "uid"
+    # Where the cloud-installed driver lives, when not where the operator looks (hostPaths.driverInstallDir).
+    managed_driver_root: str = ""
+    # The operator's toolkit must hand GPUs to containers through CDI on this cloud's node OS.
+    needs_cdi: bool = False
+    # system-node-critical/system-cluster-critical pods outside kube-system need a ResourceQuota admitting them.
+    critical_pods_need_quota: bool = False
+    # What the cloud offers instead of, or next to, our Helm-installed operator.
+    operator_note: str = ""
 
 
 def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
@@ -189,6 +203,8 @@ PROFILES: dict[str, CloudProfile] = {
         autoscaler="cluster-autoscaler",
         # The Cluster Autoscaler's AWS GPU label: nodes carrying it count as unready until GPUs are advertised.
         autoscaler_gpu_label="k8s.amazonaws.com/accelerator",
+        # The EKS AL2023 NVIDIA AMI ships the container toolkit with the driver (REFERENCE section 1), as does Bottlerocket.
+        image_ships_toolkit=True,
     ),
     "azure": CloudProfile(
         name="azure",
@@ -221,6 +237,8 @@ PROFILES: dict[str, CloudProfile] = {
         extra_gpu_taints=(("sku", "gpu", "NoSchedule"),),
         # AKS adds this taint to every spot pool itself; declared so the operator tolerates it and state does not drift.
         spot_taints=(("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule"),),
+        # AKS GPU node images bring the NVIDIA container runtime along with the driver they install.
+        image_ships_toolkit=True,
     ),
     "gcp": CloudProfile(
         name="gcp",
@@ -249,6 +267,17 @@ PROFILES: dict[str, CloudProfile] = {
         max_pool_sharing_replicas=48,
         # Without it GKE's device plugin also advertises the GPUs the operator's plugin serves (REFERENCE section 1).
         operator_driver_labels={"gke-no-default-nvidia-gpu-device-plugin": "true"},
+        # GKE's own device plugin serves pools with a GKE-installed driver; it implements gpuPartitionSize and
+        # gpuSharingConfig, so the operator's plugin must not serve them too.
+        cloud_device_plugin=True,
+        # GKE's plugin registers GPUs by device name (nvidia0), so dcgm-exporter must match pods by name.
+        cloud_plugin_gpu_id_type="device-name",
+        # GKE installs its driver under /home/kubernetes/bin/nvidia on COS, not under /run/nvidia/driver.
+        managed_driver_root="/home/kubernetes/bin/nvidia",
+        # COS's read-only root has no place for the toolkit's runtime hooks: containers get GPUs through CDI.
+        needs_cdi=True,
+        # GKE admits critical-priority pods outside kube-system only up to a quota (operator pods use them).
+        critical_pods_need_quota=True,
     ),
     "oci": CloudProfile(
         name="oci",
@@ -269,6 +298,10 @@ PROFILES: dict[str, CloudProfile] = {
             "availabilityDomain": ExtraKey(str, "availability domain for node placement"),
         },
         driver_note="OKE GPU images ship the driver",
+        # OKE offers the operator as its NvidiaGpuOperator add-on; we install the chart instead (same values on every
+        # cloud), so that add-on stays off, and OKE's own GPU plugin must not advertise GPUs next to the operator's.
+        operator_note="OKE add-on NvidiaGpuOperator unused (this Helm release is the operator); keep OKE's NVIDIA GPU "
+                      "plugin off (disableNvidiaGpuPlugin=true) so only the operator's device plugin advertises GPUs",
     ),
 }
 

@@ -46,6 +46,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     observability = _observability(top.value("observability", {}), problems)
     policy = _policy(top.value("policy", {}), problems)
     _reclaim_opt_ins(top.value("teams", []), teams, observability, problems)
+    _one_gpu_operator(pool_items, pools, prof, problems)
     if prof and cluster:
         _cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)
     _spot_warnings(pools, production, problems)
@@ -443,6 +444,34 @@ def _policy(raw: Any, problems: Problems) -> Policy:
         else:
             exemptions.append(Exemption(rule=rule, resource=resource, reason=reason, expires=expires))
     return Policy(exemptions=tuple(exemptions), malformed=tuple(malformed))
+
+
+def _one_gpu_operator(items: list[Any], pools: list[GpuPool], prof: CloudProfile | None, problems: Problems) -> None:
+    """One GPU Operator serves every pool: its cluster-wide settings must mean the same on all of them."""
+    if prof is None:
+        return
+    index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
+    if prof.managed_driver_root and len({p.driver for p in pools}) > 1:
+        for pool in pools:
+            if pool.driver != prof.default_driver:
+                problems.add(join(join("gpuPools", index[pool.name]), "driver"),
+                             f"{pool.driver} cannot be mixed with {prof.default_driver} pools on {prof.service}: the "
+                             f"operator reads {prof.service}-installed drivers from {prof.managed_driver_root} "
+                             "cluster-wide; give every GPU pool the same driver owner")
+    if prof.mig_via != "operator":
+        return
+    layouts: dict[str, GpuPool] = {}
+    for pool in pools:
+        if pool.sharing.mode != "mig":
+            continue
+        path = join(join(join("gpuPools", index[pool.name]), "sharing"), "migProfile")
+        name = pool.sharing.mig_config_name
+        first = layouts.setdefault(name, pool)
+        layout, first_layout = pool.sharing.mig_layout(pool.instance), first.sharing.mig_layout(first.instance)
+        if layout != first_layout:
+            problems.add(path, f"{name} is {layout} on {pool.instance.gpu.name} but {first_layout} on pool "
+                               f"{first.name!r} ({first.instance.gpu.name}), and mig-manager looks layouts up by "
+                               "name cluster-wide; give one of them an explicit {<profile>: count} layout")
 
 
 def _cloud_pool_checks(extras: dict[str, Any], items: list[Any], pools: list[GpuPool], prof: CloudProfile,

@@ -1,0 +1,144 @@
+"""The NVIDIA GPU Operator: its namespace, ConfigMaps and Helm release, with values computed from config and cloud."""
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes.core.v1 as core
+import pulumi_kubernetes.helm.v3 as helm
+
+from components.clouds.labels import pool_taints
+from components.clouds.profiles import CloudProfile, profile
+from components.config.capacity import mig_strategy
+from components.config.model import PlatformConfig
+from components.gpu.dcgm import DCGM_CONFIGMAP, DCGM_CSV_KEY, metrics_csv
+from components.gpu.mig import MIG_CONFIG_KEY, MIG_CONFIGMAP, mig_parted_config
+from components.gpu.operands import MIG_DISABLED, operands, operator_shared
+from components.gpu.sharing import DEFAULT_ENTRY, DEVICE_PLUGIN_CONFIGMAP, device_plugin_data
+
+NAMESPACE = "gpu-operator"
+CHART = "gpu-operator"
+CHART_VERSION = "v26.7.0"
+CHART_REPO = "https://helm.ngc.nvidia.com/nvidia"
+CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+# Pod labels dcgm-exporter copies onto GPU series: enough to name the queue and app, bounded for Prometheus.
+POD_LABEL_ALLOWLIST = (r"^kueue\.x-k8s\.io/queue-name$", r"^app\.kubernetes\.io/name$", r"^app$")
+_CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "",
+                             "effect": "NoSchedule"}
+
+
+def gpu_tolerations(config: PlatformConfig, prof: CloudProfile) -> list[dict[str, str]]:
+    """One toleration per (key, effect) any GPU pool is tainted with, from the taints the pools really get."""
+    seen: dict[tuple[str, str], None] = {}
+    for pool in config.gpu_pools:
+        for taint in pool_taints(pool, prof):
+            seen.setdefault((taint.key, taint.effect))
+    return [{"key": key, "operator": "Exists", "effect": effect} for key, effect in seen]
+
+
+def _dcgm_exporter(config: PlatformConfig, prof: CloudProfile, cloud_plugin_serves: bool) -> dict[str, Any]:
+    if not config.observability.dcgm:
+        return {"enabled": False}
+    # A cloud device plugin reports device names (nvidia0), not UUIDs, to the kubelet's pod-resources API.
+    id_type = prof.cloud_plugin_gpu_id_type if cloud_plugin_serves else "uid"
+    return {
+        "enabled": True,
+        "config": {"name": DCGM_CONFIGMAP},
+        "env": [{"name": "DCGM_EXPORTER_KUBERNETES", "value": "true"},
+                {"name": "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", "value": id_type}],
+        "enablePodLabels": True,
+        "podLabelAllowlistRegex": list(POD_LABEL_ALLOWLIST),
+        "serviceMonitor": {"enabled": True,
+                           "additionalLabels": {"release": config.observability.prometheus.release_label}},
+    }
+
+
+def operator_values(config: PlatformConfig, prof: CloudProfile) -> dict[str, Any]:
+    """The chart values: a pure function of the stack config and its cloud profile."""
+    ops = operands(config)
+    tolerations = gpu_tolerations(config, prof)
+    cloud_plugin_serves = prof.cloud_device_plugin and not ops.device_plugin
+    values: dict[str, Any] = {
+        "driver": {"enabled": ops.driver},
+        "toolkit": {"enabled": ops.toolkit},
+        "mig": {"strategy": mig_strategy(config.gpu_pools) or "none"},
+        "daemonsets": {"tolerations": tolerations},
+        # NFD labels the GPU nodes the operands select on; a taint it does not tolerate hides the node's GPUs.
+        "node-feature-discovery": {"worker": {"tolerations": [
+            dict(t) for t in (_CONTROL_PLANE_TOLERATION, *tolerations)]}},
+        "devicePlugin": {"enabled": ops.device_plugin},
+        "migManager": {"enabled": ops.mig_manager},
+        "dcgmExporter": _dcgm_exporter(config, prof, cloud_plugin_serves),
+    }
+    if prof.managed_driver_root and not ops.driver:
+        values["hostPaths"] = {"driverInstallDir": prof.managed_driver_root}
+        values["toolkit"]["installDir"] = prof.managed_driver_root
+    if prof.needs_cdi:
+        values["cdi"] = {"enabled": True}
+    if ops.device_plugin and any(operator_shared(prof, p) for p in config.gpu_pools):
+        values["devicePlugin"]["config"] = {"create": True, "name": DEVICE_PLUGIN_CONFIGMAP, "default": DEFAULT_ENTRY,
+                                            "data": device_plugin_data(config)}
+    if ops.mig_manager:
+        # Cloud VMs cannot always toggle MIG mode without a reboot; mig-manager reboots the node itself.
+        values["migManager"]["env"] = [{"name": "WITH_REBOOT", "value": "true"}]
+        values["migManager"]["config"] = {"create": False, "name": MIG_CONFIGMAP, "default": MIG_DISABLED}
+    return values
+
+
+class GpuOperator(pulumi.ComponentResource):
+    """The NVIDIA GPU Operator in `gpu-operator`, owning exactly the operands the pools' driver owners leave to it."""
+
+    TYPE = "gpu-platform:gpu:GpuOperator"
+
+    def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
+        prof = profile(config.cloud)
+        ops = operands(config)
+        self.values = operator_values(config, prof)
+        super().__init__(self.TYPE, name, {
+            "chartVersion": CHART_VERSION,
+            "namespace": NAMESPACE,
+            "driverOwners": {p.name: p.driver for p in config.gpu_pools},
+            "operands": {"driver": ops.driver, "toolkit": ops.toolkit, "devicePlugin": ops.device_plugin,
+                         "migManager": ops.mig_manager, "dcgmExporter": config.observability.dcgm},
+            "migStrategy": self.values["mig"]["strategy"],
+            "cloudNote": prof.operator_note,
+        }, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        namespace = core.Namespace(f"{name}-namespace", metadata={
+            "name": NAMESPACE,
+            # Driver, toolkit and device plugin pods are privileged and mount host paths.
+            "labels": {"pod-security.kubernetes.io/enforce": "privileged"},
+        }, opts=child)
+        ns = namespace.metadata.name
+        before_release: list[pulumi.Resource] = [namespace]
+        if prof.critical_pods_need_quota:
+            # GKE admits system-node-critical/system-cluster-critical pods outside kube-system only up to a
+            # ResourceQuota scoped to those classes; without it every operand pod is rejected.
+            before_release.append(core.ResourceQuota(f"{name}-critical-pods", metadata={
+                "name": "gpu-operator-critical-pods", "namespace": ns,
+            }, spec={
+                "hard": {"pods": "100"},
+                "scopeSelector": {"matchExpressions": [
+                    {"scopeName": "PriorityClass", "operator": "In", "values": list(CRITICAL_PRIORITY_CLASSES)}]},
+            }, opts=child))
+        if ops.mig_manager:
+            before_release.append(core.ConfigMap(f"{name}-mig-config", metadata={
+                "name": MIG_CONFIGMAP, "namespace": ns,
+            }, data={MIG_CONFIG_KEY: mig_parted_config(config)}, opts=child))
+        if config.observability.dcgm:
+            before_release.append(core.ConfigMap(f"{name}-dcgm-metrics", metadata={
+                "name": DCGM_CONFIGMAP, "namespace": ns,
+            }, data={DCGM_CSV_KEY: metrics_csv()}, opts=child))
+        self.release = helm.Release(f"{name}-release", helm.ReleaseArgs(
+            name=CHART,
+            chart=CHART,
+            version=CHART_VERSION,
+            repository_opts=helm.RepositoryOptsArgs(repo=CHART_REPO),
+            namespace=ns,
+            values=self.values,
+            # Wait for the operator and its CRDs: later layers (queues, alerts) build on them. Operand DaemonSets
+            # are created by the operator, not Helm, so scaled-to-zero GPU pools do not block the wait.
+            skip_await=False,
+            timeout=900,
+        ), opts=pulumi.ResourceOptions(parent=self, depends_on=before_release))
+        self.register_outputs({"namespace": ns, "release": self.release.name})
