@@ -61,7 +61,12 @@ def pick_zones(available: list[str], required: list[str]) -> list[str]:
     if len(set(required)) > MAX_ZONES:
         raise pulumi.RunError(f"cluster.aws.capacityBlocks: blocks span {len(set(required))} zones; the VPC this "
                               f"platform creates has {MAX_ZONES}: give subnetIds instead")
-    return list(dict.fromkeys([*required, *available]))[:MAX_ZONES]
+    chosen = set(required)
+    for zone in available:
+        if len(chosen) < MAX_ZONES:
+            chosen.add(zone)
+    # Region order, so adding a block in one of the usual zones leaves existing subnets where they are.
+    return [zone for zone in available if zone in chosen]
 
 
 def create(name: str, config: PlatformConfig, zones: list[str], opts: Opts) -> Network:
