@@ -464,3 +464,12 @@ def test_bottlerocket_rejects_gpu_sharing(raw):
     raw["gpuPools"][1]["sharing"] = {"mode": "none"}
     raw["teams"][1]["quotas"] = {"a100-infer": 16}
     assert validate(raw).cluster.extras["amiType"] == "BOTTLEROCKET_x86_64_NVIDIA"
+
+
+def test_eks_refuses_labels_in_reserved_domains(raw):
+    raw["gpuPools"][0]["labels"] = {"node-role.kubernetes.io/gpu": "true", "eks.amazonaws.com/x": "y",
+                                    "example.com/k8s.io": "fine", "team": "fine"}
+    assert problems(raw) == {
+        f"gpuPools[0].labels.{key}": "EKS refuses node labels in kubernetes.io, k8s.io, eks.amazonaws.com "
+                                     "(or their subdomains); use your own domain"
+        for key in ("node-role.kubernetes.io/gpu", "eks.amazonaws.com/x")}

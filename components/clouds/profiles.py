@@ -99,6 +99,8 @@ class CloudProfile:
     # Node label the Cluster Autoscaler reads to know a new node will have GPUs, so it waits for the device plugin
     # instead of scaling up again.
     autoscaler_gpu_label: str = ""
+    # Label domains the cloud's node pool API refuses (a key in them, or a subdomain of them, is an error).
+    reserved_label_domains: tuple[str, ...] = ()
     # GPU Operator facts (components/gpu). The cloud's GPU image already has the NVIDIA container toolkit.
     image_ships_toolkit: bool = False
     # The cloud runs its own device plugin on pools whose driver it installs (what mig_via/sharing_via "pool" use).
@@ -203,6 +205,8 @@ PROFILES: dict[str, CloudProfile] = {
         autoscaler="cluster-autoscaler",
         # The Cluster Autoscaler's AWS GPU label: nodes carrying it count as unready until GPUs are advertised.
         autoscaler_gpu_label="k8s.amazonaws.com/accelerator",
+        # The managed node group API rejects these label prefixes (InvalidParameterException, eksctl#4007).
+        reserved_label_domains=("kubernetes.io", "k8s.io", "eks.amazonaws.com"),
         # The EKS AL2023 NVIDIA AMI ships the container toolkit with the driver (REFERENCE section 1), as does Bottlerocket.
         image_ships_toolkit=True,
     ),

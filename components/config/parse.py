@@ -476,7 +476,7 @@ def _one_gpu_operator(items: list[Any], pools: list[GpuPool], prof: CloudProfile
 
 def _cloud_pool_checks(extras: dict[str, Any], items: list[Any], pools: list[GpuPool], prof: CloudProfile,
                        problems: Problems) -> None:
-    """Pools against the cloud block: what the chosen GPU image can run, and the reservations reserved pools need."""
+    """Pools against the cloud: labels it refuses, what the chosen GPU image runs, reservations reserved pools need."""
     index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
     extras_path = f"cluster.{prof.name}"
     if prof.gpu_image_key:
@@ -487,6 +487,13 @@ def _cloud_pool_checks(extras: dict[str, Any], items: list[Any], pools: list[Gpu
                 problems.add(join(join(join("gpuPools", index[pool.name]), "sharing"), "mode"),
                              f"{pool.sharing.mode} is not available on {extras_path}.{prof.gpu_image_key} {image_type} "
                              f"({image.note}); allowed: {', '.join(image.sharing_modes)}")
+    for pool in pools:
+        for key in pool.labels:
+            domain = key.split("/", 1)[0] if "/" in key else ""
+            if any(domain == d or domain.endswith(f".{d}") for d in prof.reserved_label_domains):
+                problems.add(join(join(join("gpuPools", index[pool.name]), "labels"), key),
+                             f"{prof.service} refuses node labels in {', '.join(prof.reserved_label_domains)} "
+                             "(or their subdomains); use your own domain")
     if prof.reservations_key:
         reservations = extras.get(prof.reservations_key, {})
         reserved = {p.name for p in pools if p.capacity_type == "reserved"}
