@@ -255,3 +255,14 @@ def test_dcgm_metrics_exist_upstream_with_the_same_type():
                 known[match.group(1)] = match.group(2)
     for name, kind, _ in METRICS:
         assert known.get(name) == kind, f"{name} ({kind}) not in dcgm-exporter etc/*.csv as {known.get(name)}"
+
+
+def test_key_walk_flags_typos_and_treats_free_form_maps_as_leaves():
+    defaults = chart_values()
+    found = dict(key_paths({"migManager": {"enabld": True, "env": [{"name": "X"}]},
+                            "devicePlugin": {"config": {"data": {"any-entry": "version: v1"}}},
+                            "dcgmExporter": {"serviceMonitor": {"additionalLabels": {"release": "x"}}}}, defaults))
+    assert found[("migManager", "enabld")] is None
+    assert found[("migManager", "env")] == []
+    assert found[("devicePlugin", "config", "data")] == {}
+    assert found[("dcgmExporter", "serviceMonitor", "additionalLabels")] == {}
