@@ -1,0 +1,76 @@
+"""`gpu-platform check`: the policy pack, offline: plan a stack (or read a plan file) and report findings."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from gpu_platform.cli import UsageError, add_stack_arguments, write_output
+from gpu_platform.policy.findings import SEVERITIES
+from gpu_platform.policy.output import FORMATS
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "check", help="check a stack against the GPU policy pack offline; exit 1 on failing findings",
+        description="Plan a stack offline (or read `plan --format json` output) and evaluate the policy pack. "
+                    "Exit 0: pass, 1: failing findings, 2: config or usage error.")
+    add_stack_arguments(parser)
+    parser.add_argument("--plan", metavar="FILE", help="check a saved plan JSON (`gpu-platform plan --format json`)")
+    parser.add_argument("--exemptions", metavar="FILE",
+                        help="with --plan: exemptions YAML/JSON (a list, or {exemptions: [...]})")
+    parser.add_argument("--format", choices=FORMATS, default="text")
+    parser.add_argument("--out", help="write to FILE instead of standard output")
+    parser.add_argument("--fail-on", choices=SEVERITIES, default=None,
+                        help="fail on findings of this severity or higher (default: on mandatory findings)")
+
+
+def run(args) -> int:
+    from gpu_platform.engine import plan_stack
+    from gpu_platform.policy.exemptions import read_file
+    from gpu_platform.policy.output import render
+    from gpu_platform.policy.runner import check
+    from policies import context
+    from policies.rules import RULES
+
+    if args.plan:
+        if args.stack or args.file:
+            raise UsageError("--plan checks a plan file; do not also name a stack or --file")
+        plan = _read_plan(args.plan)
+        policy = read_file(_read_document(args.exemptions), args.exemptions) if args.exemptions else None
+        ctx = context.build(None, policy) if policy else context.StackContext()
+        report = check(plan, ctx, args.plan)
+    else:
+        if args.exemptions:
+            raise UsageError("--exemptions is for --plan; a stack's exemptions are its `gpu-platform:policy`")
+        from components.config import load, split_namespace
+        from gpu_platform.engine.plan import read_stack_config, stack_path
+
+        name, path = stack_path(args.stack, args.file)
+        raw, key_problems = split_namespace(read_stack_config(path))
+        config = load(raw, key_problems, str(path))
+        plan = plan_stack(args.stack, args.file)
+        report = check(plan, context.for_config(config))
+    write_output(render(report, RULES, args.format, args.fail_on), args.out)
+    return report.exit_code(args.fail_on)
+
+
+def _read_document(path: str):
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path} is not YAML or JSON: {exc}") from None
+
+
+def _read_plan(path: str):
+    from gpu_platform.engine.plan import Plan
+
+    try:
+        return Plan.from_json(json.loads(Path(path).read_text()))
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"{path} is not a plan (`gpu-platform plan --format json`): {exc}") from None

@@ -1,0 +1,1 @@
+"""The policy pack run offline: exemptions, evaluation of the pack's own policy objects, and report formats."""

@@ -1,0 +1,118 @@
+"""The resource graph a stack policy sees, with the GPU pools found in it.
+
+A pool is the `GpuNodePool` component with its cloud node pool child; a GPU node pool created outside the
+component (or by another program) is a pool too, so nothing escapes the rules by not using our component.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from pulumi_policy import PolicyResource
+from pulumi_policy.proxy import UnknownValueError
+
+from policies.props import get, items, mapping
+from policies.shapes import POOL_COMPONENT, SHAPES, NodePoolShape
+from policies.taints import Taint, taint_from_map
+
+
+@dataclass
+class Pool:
+    """One GPU pool: its component (our Kubernetes-level declaration) and/or its cloud node pool."""
+
+    component: PolicyResource | None
+    node_pool: PolicyResource | None
+
+    @property
+    def shape(self) -> NodePoolShape | None:
+        return SHAPES.get(self.node_pool.resource_type) if self.node_pool else None
+
+    @property
+    def resource(self) -> PolicyResource:
+        """What findings about the pool name: the component when there is one."""
+        return self.component or self.node_pool
+
+    @property
+    def name(self) -> str:
+        if self.component is not None:
+            return str(get(self.component.props, "poolName", self.component.name))
+        return self.node_pool.name
+
+    def declared(self, key: str, default: Any = None) -> Any:
+        return get(self.component.props, key, default) if self.component is not None else default
+
+    def taints(self) -> list[Taint]:
+        """Every taint the pool's nodes get: declared, set on the cloud resource, and added by the cloud."""
+        found: dict[Taint, None] = {}
+        for raw in items(self.declared("taints")):
+            found.setdefault(taint_from_map(raw))
+        if self.shape is not None:
+            for taint in (*self.shape.taints(self.node_pool.props), *self.shape.implicit_taints(self.node_pool.props)):
+                found.setdefault(taint)
+        return list(found)
+
+    def labels(self) -> dict[str, str]:
+        """Node labels: the cloud resource's (what nodes really get) over the declared ones."""
+        labels = {str(k): str(v) for k, v in mapping(self.declared("labels")).items()}
+        if self.shape is not None:
+            labels.update(self.shape.labels(self.node_pool.props))
+        return labels
+
+    def label(self, key: str, default: str | None = None) -> str | None:
+        return self.labels().get(key, default)
+
+    @property
+    def workload(self) -> str | None:
+        return self.declared("workload") or self.label("gpu-platform.io/workload")
+
+    @property
+    def sharing(self) -> str:
+        return self.declared("sharing.mode") or self.label("gpu-platform.io/sharing") or "none"
+
+    def spot(self) -> bool:
+        if self.shape is not None and self.shape.spot(self.node_pool.props):
+            return True
+        return self.declared("capacityType") == "spot"
+
+    def cloud_driver(self) -> bool | None:
+        """Whether the cloud installs the driver: the cloud resource's answer, else the declared owner."""
+        if self.shape is not None:
+            answer = self.shape.cloud_driver(self.node_pool.props)
+            if answer is not None:
+                return answer
+        owner = self.declared("driver") or self.label("gpu-platform.io/driver")
+        return None if owner is None else owner == "managed"
+
+
+def _has_gpus(node_pool: PolicyResource) -> bool:
+    try:
+        return SHAPES[node_pool.resource_type].gpu(node_pool.props)
+    except UnknownValueError:
+        return False  # its instance type is computed: GPU001 reports it on the resource itself
+
+
+class Graph:
+    """Resources by URN and type, with parents linked as the analyzer links them."""
+
+    def __init__(self, resources: Iterable[PolicyResource]):
+        self.resources = list(resources)
+        self.by_urn = {r.urn: r for r in self.resources}
+
+    def of_type(self, *types: str) -> list[PolicyResource]:
+        return [r for r in self.resources if r.resource_type in types]
+
+    def children(self, resource: PolicyResource) -> list[PolicyResource]:
+        return [r for r in self.resources if r.parent is not None and r.parent.urn == resource.urn]
+
+    def pools(self) -> list[Pool]:
+        """Every GPU pool; a cloud node pool outside any component counts when its instance type has GPUs."""
+        pools, claimed = [], set()
+        for component in self.of_type(POOL_COMPONENT):
+            node_pool = next((c for c in self.children(component) if c.resource_type in SHAPES), None)
+            if node_pool is not None:
+                claimed.add(node_pool.urn)
+            pools.append(Pool(component, node_pool))
+        for node_pool in self.of_type(*SHAPES):
+            if node_pool.urn not in claimed and _has_gpus(node_pool):
+                pools.append(Pool(None, node_pool))
+        return pools

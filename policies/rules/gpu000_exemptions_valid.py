@@ -1,0 +1,37 @@
+"""GPU000: every declared exemption is well formed, reasoned, unexpired, and names an exemptable rule."""
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
+
+from policies import context
+from policies.graph import Graph
+from policies.rule import Report, stack_rule
+from gpu_platform.policy.exemptions import MIN_REASON
+
+
+def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
+    exemptions = context.current().exemptions
+    if not exemptions.declared and not exemptions.issues:
+        args.not_applicable("no exemptions declared")
+    for issue in exemptions.issues:
+        report(f"{issue.path}: {issue.message}")
+
+
+RULE = stack_rule(
+    id="GPU000", slug="exemptions-valid",
+    title="Policy exemptions are well formed, reasoned, unexpired and never waive a critical rule",
+    rationale=(f"An exemption (`gpu-platform:policy.exemptions`) waives one rule for the resources its name or "
+               f"glob matches, until its expiry date. One that cannot be read, gives a reason shorter than "
+               f"{MIN_REASON} characters, has expired, names an unknown rule or a critical one is not applied, and "
+               "is reported here so it is fixed rather than silently ignored. This rule itself cannot be exempted."),
+    severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,
+    remediation=(
+        "Give every exemption `rule` (a GPU0NN id), `resource` (a Pulumi resource name or glob), `reason` "
+        f"(at least {MIN_REASON} characters: why, and who owns the follow-up) and `expires` (YYYY-MM-DD).",
+        "Renew an expired exemption only with a new reason and date, or fix the finding and delete it.",
+        "Critical rules (GPU007) cannot be exempted: fix the resource.",
+    ),
+    config_key="policy",
+    check=check,
+    exemptable=False,
+)

@@ -1,0 +1,150 @@
+"""Each cloud's node pool resource, read into the same Kubernetes-level facts: GPU or not, taints, labels,
+spot, and whether the cloud installs the NVIDIA driver.
+
+The one table rules consult instead of branching on the cloud; wire names are the providers' (camelCase).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from policies.props import get, items, mapping
+from policies.taints import API_EFFECTS, Taint, kubelet_taints, taint_from_map, taint_from_string
+
+POOL_COMPONENT = "gpu-platform:cluster:GpuNodePool"
+
+
+@dataclass(frozen=True)
+class NodePoolShape:
+    """How to read one cloud node pool resource type."""
+
+    service: str
+    taint_field: str  # where the taints live, for messages
+    spelling: Callable[[Taint], str]  # a taint as this field spells it, for messages
+    instance: Callable[[Mapping], str]
+    gpu: Callable[[Mapping], bool]
+    taints: Callable[[Mapping], list[Taint]]
+    labels: Callable[[Mapping], dict[str, str]]
+    spot: Callable[[Mapping], bool]
+    # True: the cloud installs the NVIDIA driver on these nodes; False: it does not; None: not visible here.
+    cloud_driver: Callable[[Mapping], bool | None]
+    # Taints the cloud adds to such nodes whatever the resource says.
+    implicit_taints: Callable[[Mapping], list[Taint]] = lambda props: []
+
+
+def _api_effect(taint: Taint) -> str:
+    return API_EFFECTS.get(taint.effect, taint.effect)
+
+
+# EKS ---------------------------------------------------------------------------------------------------------
+_AWS_GPU_INSTANCE = re.compile(r"^(p\d+[a-z]*|g\d+[a-z]*)(-[a-z0-9]+)?\.")
+
+
+def _eks_ami(props: Mapping) -> str:
+    return str(get(props, "amiType", ""))
+
+
+def _eks_gpu(props: Mapping) -> bool:
+    ami = _eks_ami(props)
+    return ("NVIDIA" in ami or ami.endswith("_GPU")
+            or any(_AWS_GPU_INSTANCE.match(str(t)) for t in items(get(props, "instanceTypes"))))
+
+
+def _eks_driver(props: Mapping) -> bool | None:
+    ami = _eks_ami(props)
+    if not ami or ami == "CUSTOM":
+        return None  # EKS picks an AMI by instance type, or a launch template brings its own: not visible here
+    return "NVIDIA" in ami or ami.endswith("_GPU")
+
+
+EKS = NodePoolShape(
+    service="EKS", taint_field="taints",
+    spelling=lambda t: f"{{key: {t.key}, value: {t.value}, effect: {_api_effect(t)}}}",
+    instance=lambda p: ",".join(str(t) for t in items(get(p, "instanceTypes"))) or _eks_ami(p),
+    gpu=_eks_gpu,
+    taints=lambda p: [taint_from_map(t) for t in items(get(p, "taints"))],
+    labels=lambda p: dict(mapping(get(p, "labels"))),
+    spot=lambda p: get(p, "capacityType") == "SPOT",
+    cloud_driver=_eks_driver,
+)
+
+# AKS ---------------------------------------------------------------------------------------------------------
+_AKS_SPOT_TAINT = Taint("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule")
+
+
+def _aks_driver(props: Mapping) -> bool:
+    # gpuProfile.driver None (or the older SkipGPUDriverInstall tag) leaves the driver to someone else.
+    if get(props, "gpuProfile.driver") == "None":
+        return False
+    return str(get(props, "tags.SkipGPUDriverInstall", "")).lower() != "true"
+
+
+def _aks_taints(props: Mapping) -> list[Taint]:
+    parsed = (taint_from_string(str(t)) for t in items(get(props, "nodeTaints")))
+    return [t for t in parsed if t is not None]
+
+
+AKS = NodePoolShape(
+    service="AKS", taint_field="nodeTaints", spelling=lambda t: f'"{t}"',
+    instance=lambda p: str(get(p, "vmSize", "")),
+    gpu=lambda p: str(get(p, "vmSize", "")).lower().startswith("standard_n"),
+    taints=_aks_taints,
+    labels=lambda p: dict(mapping(get(p, "nodeLabels"))),
+    spot=lambda p: get(p, "scaleSetPriority") == "Spot",
+    cloud_driver=_aks_driver,
+    # AKS taints every spot node itself.
+    implicit_taints=lambda p: [_AKS_SPOT_TAINT] if get(p, "scaleSetPriority") == "Spot" else [],
+)
+
+# GKE ---------------------------------------------------------------------------------------------------------
+_GCP_GPU_MACHINE = re.compile(r"^(a2|a3|a4|g2|g4)-")
+_GKE_DRIVER_VERSIONS = ("DEFAULT", "LATEST")
+
+
+def _gke_accelerators(props: Mapping) -> list[Mapping]:
+    return [mapping(a) for a in items(get(props, "nodeConfig.guestAccelerators"))]
+
+
+GKE = NodePoolShape(
+    service="GKE", taint_field="nodeConfig.taints",
+    spelling=lambda t: f"{{key: {t.key}, value: {t.value}, effect: {_api_effect(t)}}}",
+    instance=lambda p: str(get(p, "nodeConfig.machineType", "")),
+    gpu=lambda p: (any(float(get(a, "count", 0)) > 0 for a in _gke_accelerators(p))
+                   or bool(_GCP_GPU_MACHINE.match(str(get(p, "nodeConfig.machineType", ""))))),
+    taints=lambda p: [taint_from_map(t) for t in items(get(p, "nodeConfig.taints"))],
+    labels=lambda p: dict(mapping(get(p, "nodeConfig.labels"))),
+    spot=lambda p: bool(get(p, "nodeConfig.spot")) or bool(get(p, "nodeConfig.preemptible")),
+    # Unset gpuDriverVersion means GKE installs no driver at all.
+    cloud_driver=lambda p: any(get(a, "gpuDriverInstallationConfig.gpuDriverVersion") in _GKE_DRIVER_VERSIONS
+                               for a in _gke_accelerators(p)),
+)
+
+# OKE ---------------------------------------------------------------------------------------------------------
+
+
+def _oke_taints(props: Mapping) -> list[Taint]:
+    user_data = get(props, "nodeMetadata.user_data")
+    return (kubelet_taints(str(user_data)) or []) if user_data else []
+
+
+OKE = NodePoolShape(
+    service="OKE", taint_field="nodeMetadata.user_data (kubelet --register-with-taints)",
+    spelling=lambda t: f"--register-with-taints={t}",
+    instance=lambda p: str(get(p, "nodeShape", "")),
+    gpu=lambda p: ".GPU" in str(get(p, "nodeShape", "")),
+    taints=_oke_taints,
+    labels=lambda p: {str(get(label, "key")): str(get(label, "value", ""))
+                      for label in items(get(p, "initialNodeLabels"))},
+    spot=lambda p: any(get(pc, "preemptibleNodeConfig") is not None
+                       for pc in items(get(p, "nodeConfigDetails.placementConfigs"))),
+    # OKE GPU images carry the driver, but an image OCID does not say which image it is.
+    cloud_driver=lambda p: None,
+)
+
+SHAPES: dict[str, NodePoolShape] = {
+    "aws:eks/nodeGroup:NodeGroup": EKS,
+    "azure-native:containerservice:AgentPool": AKS,
+    "gcp:container/nodePool:NodePool": GKE,
+    "oci:ContainerEngine/nodePool:NodePool": OKE,
+}
