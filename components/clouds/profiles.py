@@ -225,7 +225,7 @@ PROFILES: dict[str, CloudProfile] = {
             "vnetCidr": ExtraKey(str, "address space of the VNet created when vnetSubnetId is omitted"),
             "tenantId": ExtraKey(str, "Entra ID tenant for AKS-managed AAD"),
             "adminGroupObjectIds": ExtraKey(list, "Entra ID groups that administer the cluster"),
-            "zones": ExtraKey(list, "availability zones for GPU pools, e.g. [\"1\", \"2\"] (GPU sizes are not in every zone)"),
+            "zones": ExtraKey(list, "availability zones for the system and GPU pools, e.g. [\"1\", \"2\"] (GPU sizes are not in every zone)"),
             "deployerPrincipalType": ExtraKey(str, "who runs pulumi up on an Entra ID cluster: User (default) or "
                                                    "ServicePrincipal; it is granted Kubernetes cluster-admin"),
         },
