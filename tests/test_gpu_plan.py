@@ -169,3 +169,15 @@ def test_adopted_and_created_install_the_same_operator(plans, stack):
     created = get(plans, stack, "created")[0]
     adopted = get(plans, stack, "adopted")[0]
     assert operator_release(created).inputs == operator_release(adopted).inputs
+
+
+def test_every_operator_object_uses_the_clusters_provider():
+    from gpu_platform.engine.plan import run_program
+
+    registrations, _ = run_program("aws-dev", {**stack_config("aws-dev"), **adopt("aws-dev")})
+    (provider,) = [r.urn for r in registrations if r.type == "pulumi:providers:kubernetes"]
+    (operator,) = [r for r in registrations if r.type == OPERATOR]
+    owned = [r for r in registrations if r.parent == operator.urn]
+    assert sorted(r.name for r in owned) == ["gpu-operator-dcgm-metrics", "gpu-operator-namespace",
+                                             "gpu-operator-release"]  # aws-dev: no MIG pool, not GKE
+    assert all(r.provider.startswith(provider + "::") for r in owned)

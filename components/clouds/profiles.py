@@ -155,6 +155,37 @@ def _capacity_blocks(value: dict) -> str | None:
     return None
 
 
+# AKS overlay ranges (components/clouds/azure.py): pods and services live outside the VNet, which must not overlap them.
+AKS_POD_CIDR = "192.168.0.0/16"
+AKS_SERVICE_CIDR = "172.16.0.0/16"
+
+
+def _aks_vnet_cidr(value: str) -> str | None:
+    net = _ipv4_network(value)
+    if net is None:
+        return f"{value!r} is not an IPv4 network like 10.224.0.0/16 (host bits zero)"
+    for what, other in (("pod", AKS_POD_CIDR), ("service", AKS_SERVICE_CIDR)):
+        if net.overlaps(ipaddress.IPv4Network(other)):
+            return f"{value} overlaps the AKS overlay {what} range {other}; pick another range"
+    # AksCluster gives nodes the first /18 (or the first half of a smaller VNet).
+    return None if net.prefixlen <= 24 else f"must be a /24 or larger; got /{net.prefixlen}"
+
+
+def _azure_zones(value: list) -> str | None:
+    bad = [z for z in value if str(z) not in ("1", "2", "3")]
+    return f"Azure availability zones are \"1\", \"2\" and \"3\"; not: {', '.join(map(repr, bad))}" if bad else None
+
+
+def _gke_master_cidr(value: str) -> str | None:
+    net = _ipv4_network(value)
+    return None if net is not None and net.prefixlen == 28 else f"must be an IPv4 /28 like 172.16.0.0/28; got {value!r}"
+
+
+def _gcp_zones(value: list) -> str | None:
+    bad = [z for z in value if not isinstance(z, str)]
+    return f"must list zone names like us-central1-a; not: {', '.join(map(repr, bad))}" if bad else None
+
+
 # EKS GPU AMIs (REFERENCE section 1). Bottlerocket ships its own NVIDIA device plugin: these labels keep the GPU
 # Operator's operands off its nodes, or the operator's plugin crash-loops (awslabs/ai-on-eks#78).
 _EKS_GPU_IMAGES = {
@@ -222,12 +253,15 @@ PROFILES: dict[str, CloudProfile] = {
         extras={
             "resourceGroup": ExtraKey(str, "existing resource group; omit to create one"),
             "vnetSubnetId": ExtraKey(str, "existing subnet id for nodes; omit to create a VNet"),
-            "vnetCidr": ExtraKey(str, "address space of the VNet created when vnetSubnetId is omitted"),
+            "vnetCidr": ExtraKey(str, "address space of the VNet created when vnetSubnetId is omitted",
+                                 check=_aks_vnet_cidr),
             "tenantId": ExtraKey(str, "Entra ID tenant for AKS-managed AAD"),
             "adminGroupObjectIds": ExtraKey(list, "Entra ID groups that administer the cluster"),
-            "zones": ExtraKey(list, "availability zones for the system and GPU pools, e.g. [\"1\", \"2\"] (GPU sizes are not in every zone)"),
+            "zones": ExtraKey(list, "availability zones for the system and GPU pools, e.g. [\"1\", \"2\"] (GPU sizes "
+                                    "are not in every zone)", check=_azure_zones),
             "deployerPrincipalType": ExtraKey(str, "who runs pulumi up on an Entra ID cluster: User (default) or "
-                                                   "ServicePrincipal; it is granted Kubernetes cluster-admin"),
+                                                   "ServicePrincipal; it is granted Kubernetes cluster-admin",
+                                              choices=("User", "ServicePrincipal")),
         },
         driver_note="AKS installs the driver unless the pool sets gpuProfile.driver=None",
         # AKS partitions GPUs itself from the pool's gpuInstanceProfile (MIG1g..MIG7g), fixed at creation.
@@ -256,8 +290,9 @@ PROFILES: dict[str, CloudProfile] = {
             "project": ExtraKey(str, "GCP project id", required=True),
             "network": ExtraKey(str, "existing VPC network; omit to create one"),
             "subnetwork": ExtraKey(str, "existing subnetwork with pod/service secondary ranges"),
-            "zones": ExtraKey(list, "node zones within the region (GPU availability differs per zone)"),
-            "masterIpv4CidrBlock": ExtraKey(str, "/28 for the private control plane"),
+            "zones": ExtraKey(list, "node zones within the region (GPU availability differs per zone)",
+                              check=_gcp_zones),
+            "masterIpv4CidrBlock": ExtraKey(str, "/28 for the private control plane", check=_gke_master_cidr),
         },
         driver_note="GKE installs the driver when gpu_driver_version is DEFAULT or LATEST",
         # GKE's own device plugin implements gpuPartitionSize and gpuSharingConfig; configuring the
