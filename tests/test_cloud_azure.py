@@ -262,3 +262,31 @@ def test_aks_pool_names_collide_after_dropping_hyphens():
         validate(raw)
     assert any(p.path == "gpuPools[1].name" and "both become AKS pool name 'a100infer'" in p.message
                for p in info.value.problems)
+
+
+@pytest.mark.parametrize("extras, path, fragment", [
+    ({"vnetCidr": "172.16.0.0/12"}, "cluster.azure.vnetCidr", "overlaps the AKS overlay service range 172.16.0.0/16"),
+    ({"vnetCidr": "192.168.64.0/18"}, "cluster.azure.vnetCidr", "overlaps the AKS overlay pod range 192.168.0.0/16"),
+    ({"vnetCidr": "10.1.2.3/16"}, "cluster.azure.vnetCidr", "is not an IPv4 network"),
+    ({"vnetCidr": "10.1.2.0/26"}, "cluster.azure.vnetCidr", "must be a /24 or larger"),
+    ({"zones": ["1", "4"]}, "cluster.azure.zones", "not: '4'"),
+    ({"deployerPrincipalType": "Robot"}, "cluster.azure.deployerPrincipalType", "allowed: User, ServicePrincipal"),
+])
+def test_bad_azure_extras(extras, path, fragment):
+    raw = yaml.safe_load(yaml.safe_dump(AZURE_RAW))
+    raw["cluster"]["azure"] = extras
+    with pytest.raises(ConfigError) as info:
+        validate(raw)
+    assert fragment in {p.path: p.message for p in info.value.problems}[path]
+
+
+def test_service_principal_deployer():
+    overrides = {**DEV_OVERRIDES, "gpu-platform:environment": "production",
+                 "gpu-platform:cluster": {"name": "ml-ci-aks", "region": "westeurope",
+                                          "azure": {"deployerPrincipalType": "ServicePrincipal", "tenantId": "t-1",
+                                                    "adminGroupObjectIds": ["g-1"]}}}
+    plan = plan_stack("azure-prod", config_overrides=overrides)
+    assignment = one(plan, "azure-native:authorization:RoleAssignment", "ml-ci-aks-deployer-admin")
+    assert assignment.inputs["principalType"] == "ServicePrincipal"
+    aad = one(plan, MANAGED_CLUSTER, "ml-ci-aks-aks").inputs["aadProfile"]
+    assert aad == {"managed": True, "enableAzureRBAC": True, "tenantID": "t-1", "adminGroupObjectIDs": ["g-1"]}

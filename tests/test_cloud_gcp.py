@@ -250,3 +250,15 @@ def test_gke_pool_sharing_needs_the_gke_driver(sharing):
 def test_gke_sharing_replicas_limit():
     found = gcp_problems({"mode": "time-slicing", "replicas": 49})
     assert found["gpuPools[0].sharing.replicas"] == "must be <= 48 on GKE; got 49"
+
+
+@pytest.mark.parametrize("extras, path, fragment", [
+    ({"project": "p", "masterIpv4CidrBlock": "172.16.0.0/24"}, "cluster.gcp.masterIpv4CidrBlock", "must be an IPv4 /28"),
+    ({"project": "p", "zones": [1]}, "cluster.gcp.zones", "must list zone names"),
+])
+def test_bad_gcp_extras(extras, path, fragment):
+    raw = copy.deepcopy(GCP_RAW)
+    raw["cluster"]["gcp"] = extras
+    with pytest.raises(ConfigError) as info:
+        validate(raw)
+    assert fragment in {p.path: p.message for p in info.value.problems}[path]

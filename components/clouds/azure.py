@@ -12,20 +12,16 @@ import pulumi_azure_native.resources as resources
 
 from components.clouds.azure_kubeconfig import kubeconfig_from_credentials
 from components.clouds.base import GpuNodePool, PlatformCluster
-from components.clouds.profiles import CloudProfile, profile
-from components.config.errors import ConfigError, Problem
+from components.clouds.profiles import AKS_POD_CIDR, AKS_SERVICE_CIDR, CloudProfile, profile
 from components.config.model import GpuPool, PlatformConfig, Taint
 
 DEFAULT_VNET_CIDR = "10.224.0.0/16"
-# Azure CNI overlay: pods and services live outside the VNet, so a GPU node's pods never exhaust node subnet IPs.
-POD_CIDR = "192.168.0.0/16"
-SERVICE_CIDR = "172.16.0.0/16"
+# Azure CNI overlay: pods and services live outside the VNet (config validation keeps vnetCidr clear of them),
+# so a GPU node's pods never exhaust node subnet IPs.
 DNS_SERVICE_IP = "172.16.0.10"
 # Built-in role "Azure Kubernetes Service RBAC Cluster Admin".
 AKS_RBAC_CLUSTER_ADMIN = "b1ff04bb-8a4e-4dc4-8eb5-8693973ce19b"
 SYSTEM_POOL = "system"
-# Who runs `pulumi up`: a person (az login) or a CI identity.
-PRINCIPAL_TYPES = ("User", "ServicePrincipal")
 
 # GPU-safe cluster autoscaler: a GPU node takes minutes to join and pull CUDA images, so it gets time to be
 # used before it may go (delay-after-add, unneeded-time) and time to boot at all (max-node-provision-time);
@@ -110,8 +106,8 @@ class AksCluster(PlatformCluster):
                 "network_plugin_mode": "overlay",
                 "network_dataplane": "cilium",
                 "network_policy": "cilium",
-                "pod_cidr": POD_CIDR,
-                "service_cidr": SERVICE_CIDR,
+                "pod_cidr": AKS_POD_CIDR,
+                "service_cidr": AKS_SERVICE_CIDR,
                 "dns_service_ip": DNS_SERVICE_IP,
                 "load_balancer_sku": "standard",
             },
@@ -140,7 +136,7 @@ class AksCluster(PlatformCluster):
     def _network(self, name: str, config: PlatformConfig, group_name: pulumi.Input[str]) -> pulumi.Output[str]:
         """A VNet and node subnet; pods and services use overlay ranges outside it."""
         cidr = config.cluster.extras.get("vnetCidr", DEFAULT_VNET_CIDR)
-        vnet_range = _vnet_range(cidr)
+        vnet_range = ipaddress.ip_network(cidr)
         vnet_name = f"{config.cluster.name}-vnet"
         child = pulumi.ResourceOptions(parent=self)
         vnet = network.VirtualNetwork(f"{name}-vnet", virtual_network_name=vnet_name, resource_group_name=group_name,
@@ -156,16 +152,12 @@ class AksCluster(PlatformCluster):
     def _deployer_admin(self, name: str, config: PlatformConfig,
                         managed: containerservice.ManagedCluster) -> pulumi.Resource:
         """Kubernetes cluster-admin, through Azure RBAC, for whoever runs `pulumi up`: later layers need it."""
-        principal_type = config.cluster.extras.get("deployerPrincipalType", "User")
-        if principal_type not in PRINCIPAL_TYPES:
-            raise ConfigError([Problem("cluster.azure.deployerPrincipalType",
-                                       f"{principal_type!r} is not allowed; allowed: {', '.join(PRINCIPAL_TYPES)}")])
         client = authorization.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self))
         return authorization.RoleAssignment(
             f"{name}-deployer-admin",
             principal_id=client.object_id,
             # Azure rejects an assignment whose principalType does not match the principal.
-            principal_type=principal_type,
+            principal_type=config.cluster.extras.get("deployerPrincipalType", "User"),
             role_definition_id=client.subscription_id.apply(
                 lambda sub: f"/subscriptions/{sub}/providers/Microsoft.Authorization/roleDefinitions/{AKS_RBAC_CLUSTER_ADMIN}"),
             scope=managed.id,
@@ -217,15 +209,3 @@ def _aad_profile(extras: dict) -> dict:
         aad["admin_group_object_ids"] = extras["adminGroupObjectIds"]
     return aad
 
-
-def _vnet_range(cidr: str) -> ipaddress.IPv4Network:
-    """The VNet range, which must not overlap the overlay pod and service ranges."""
-    try:
-        vnet = ipaddress.ip_network(cidr)
-    except ValueError:
-        raise ConfigError([Problem("cluster.azure.vnetCidr", f"{cidr!r} is not a CIDR like 10.224.0.0/16")]) from None
-    for what, other in (("pod", POD_CIDR), ("service", SERVICE_CIDR)):
-        if vnet.overlaps(ipaddress.ip_network(other)):
-            raise ConfigError([Problem("cluster.azure.vnetCidr",
-                                       f"{cidr} overlaps the overlay {what} range {other}; pick another range")])
-    return vnet
