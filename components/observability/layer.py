@@ -1,0 +1,27 @@
+"""The observability layer: Prometheus, GPU rules and dashboard, and the opt-in idle-GPU reclaimer."""
+from __future__ import annotations
+
+from components.context import Context
+from components.observability.monitoring import GpuMonitoring
+from components.observability.prometheus import Prometheus
+from components.observability.reclaimer.component import Reclaimer
+
+
+def install(ctx: Context) -> None:
+    """Install (or target) Prometheus, then what it evaluates and shows; the reclaimer only when asked for."""
+    config = ctx.config
+    obs = config.observability
+    prometheus = Prometheus("prometheus", config, opts=ctx.k8s_opts())
+    ctx.handles["prometheus"] = prometheus.ready
+    # The monitoring CRDs come with the release; the scheduler's metrics service with its chart.
+    GpuMonitoring("gpu-monitoring", config, prometheus.namespace,
+                  opts=ctx.k8s_opts("prometheus", config.scheduler.kind))
+    if obs.reclaim.enabled:
+        Reclaimer("gpu-reclaimer", config, prometheus.url, opts=ctx.k8s_opts("prometheus", config.scheduler.kind))
+    ctx.exports["observability"] = {
+        "prometheusNamespace": obs.prometheus.namespace,
+        "prometheusUrl": prometheus.url,
+        "selector": prometheus.selector,
+        "reclaim": {"enabled": obs.reclaim.enabled, "dryRun": obs.reclaim.dry_run,
+                    "teams": [t.name for t in config.teams if t.reclaim]},
+    }

@@ -1,0 +1,96 @@
+"""Prometheus for the platform: a pinned kube-prometheus-stack release, or an existing Prometheus found by labels."""
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes.core.v1 as core
+import pulumi_kubernetes.helm.v3 as helm
+import pulumi_kubernetes.meta.v1 as meta
+
+from components.clouds.labels import POOL_LABEL
+from components.config.model import PlatformConfig
+
+CHART = "kube-prometheus-stack"
+CHART_VERSION = "88.2.0"  # ships prometheus-operator v0.93.0, the CRDs in ../shared/upstream/prometheus-operator
+CHART_REPO = "https://prometheus-community.github.io/helm-charts"
+GRAFANA_DASHBOARD_LABEL = ("grafana_dashboard", "1")
+PROMETHEUS_PORT = 9090
+# Node labels kube-state-metrics copies onto kube_node_labels (as label_gpu_platform_io_pool, ...): the pool
+# label joins GPU requests and DCGM series to pools.
+NODE_LABELS_FOR_METRICS = (POOL_LABEL,)
+
+
+def selector_labels(config: PlatformConfig) -> dict[str, str]:
+    """Labels our ServiceMonitors and PrometheusRules carry so Prometheus selects them."""
+    return {"release": config.observability.prometheus.release_label}
+
+
+def fullname(release_label: str) -> str:
+    """The chart's `fullname` (fullnameOverride, truncated to 26 characters as its helpers do)."""
+    return release_label[:26].rstrip("-")
+
+
+def prometheus_url(config: PlatformConfig) -> str:
+    """The in-cluster HTTP API the reclaimer queries: the chart's Prometheus service, or the configured one."""
+    prom = config.observability.prometheus
+    if prom.url:
+        return prom.url
+    return f"http://{fullname(prom.release_label)}-prometheus.{prom.namespace}.svc:{PROMETHEUS_PORT}"
+
+
+def chart_values(config: PlatformConfig) -> dict[str, Any]:
+    """kube-prometheus-stack values: select by our label, keep the GPU metrics kube-state-metrics needs, load dashboards."""
+    prom = config.observability.prometheus
+    selector = {"matchLabels": selector_labels(config)}
+    label, value = GRAFANA_DASHBOARD_LABEL
+    return {
+        "fullnameOverride": fullname(prom.release_label),
+        "prometheus": {"prometheusSpec": {
+            # Explicit selectors instead of the chart's "release name" default, so the rule is readable here.
+            "ruleSelectorNilUsesHelmValues": False,
+            "ruleSelector": selector,
+            "serviceMonitorSelectorNilUsesHelmValues": False,
+            "serviceMonitorSelector": selector,
+            "podMonitorSelectorNilUsesHelmValues": False,
+            "podMonitorSelector": selector,
+            # The slowest SLO window is 3 days: keep well over that.
+            "retention": "15d",
+        }},
+        "kubeStateMetrics": {"enabled": True},
+        # Its default collectors (pods, nodes) give kube_pod_container_resource_requests, kube_pod_status_phase and
+        # kube_node_status_allocatable; only the node label allowlist is ours.
+        "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS_FOR_METRICS)}]"]},
+        # The dashboard ConfigMap lives in this namespace, the sidecar's default search scope.
+        "grafana": {"sidecar": {"dashboards": {"enabled": True, "label": label, "labelValue": value}}},
+    }
+
+
+class Prometheus(pulumi.ComponentResource):
+    """kube-prometheus-stack in its own namespace, or nothing but the selector labels of an existing Prometheus."""
+
+    TYPE = "gpu-platform:observability:Prometheus"
+
+    def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
+        prom = config.observability.prometheus
+        self.namespace = prom.namespace
+        self.selector = selector_labels(config)
+        self.url = prometheus_url(config)
+        super().__init__(self.TYPE, name, {"install": prom.install, "namespace": prom.namespace,
+                                           "selector": self.selector, "url": self.url}, opts)
+        # What rules, monitors and dashboards must wait for: the CRDs and Grafana exist once the release is up.
+        self.ready: pulumi.Resource = self
+        if prom.install:
+            namespace = core.Namespace(f"{name}-namespace", metadata=meta.ObjectMetaArgs(name=prom.namespace),
+                                       opts=pulumi.ResourceOptions(parent=self))
+            self.ready = helm.Release(
+                f"{name}-release",
+                helm.ReleaseArgs(
+                    # The release name is the `release` label the chart's own ServiceMonitors carry.
+                    name=prom.release_label, chart=CHART, version=CHART_VERSION,
+                    repository_opts=helm.RepositoryOptsArgs(repo=CHART_REPO),
+                    namespace=prom.namespace, values=chart_values(config),
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+            )
+        self.register_outputs({"namespace": self.namespace, "url": self.url})
