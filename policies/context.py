@@ -73,3 +73,10 @@ def _read_pulumi_config() -> StackContext:
     except ConfigError:
         # No (valid) stack config reached the pack: no exemptions apply, the environment is read from the graph.
         return StackContext()
+
+
+def production(protected: bool) -> bool:
+    """Whether rules treat the stack as production: its environment, else (a bare plan) whether the program
+    protected its resources, which it does in production."""
+    environment = current().environment
+    return environment == "production" if environment is not None else protected

@@ -31,6 +31,8 @@ class NodePoolShape:
     cloud_driver: Callable[[Mapping], bool | None]
     # Taints the cloud adds to such nodes whatever the resource says.
     implicit_taints: Callable[[Mapping], list[Taint]] = lambda props: []
+    # GPU sharing the cloud itself configures on the pool ("time-slicing", "mps"), if any.
+    sharing: Callable[[Mapping], str | None] = lambda props: None
 
 
 def _api_effect(taint: Taint) -> str:
@@ -100,6 +102,7 @@ AKS = NodePoolShape(
 # GKE ---------------------------------------------------------------------------------------------------------
 _GCP_GPU_MACHINE = re.compile(r"^(a2|a3|a4|g2|g4)-")
 _GKE_DRIVER_VERSIONS = ("DEFAULT", "LATEST")
+_GKE_SHARING = {"TIME_SHARING": "time-slicing", "MPS": "mps"}
 
 
 def _gke_accelerators(props: Mapping) -> list[Mapping]:
@@ -118,6 +121,8 @@ GKE = NodePoolShape(
     # Unset gpuDriverVersion means GKE installs no driver at all.
     cloud_driver=lambda p: any(get(a, "gpuDriverInstallationConfig.gpuDriverVersion") in _GKE_DRIVER_VERSIONS
                                for a in _gke_accelerators(p)),
+    sharing=lambda p: next((_GKE_SHARING[s] for a in _gke_accelerators(p)
+                            if (s := get(a, "gpuSharingConfig.gpuSharingStrategy")) in _GKE_SHARING), None),
 )
 
 # OKE ---------------------------------------------------------------------------------------------------------

@@ -16,10 +16,10 @@ _EXEMPTION_PATH = re.compile(r"^policy\.exemptions\[(\d+)\]")
 def display_path(path: str | Path) -> str:
     """`path` relative to the working directory when inside it (what code scanning expects), else as given."""
     path = Path(path)
-    try:
-        return Path(os.path.relpath(path.resolve(), Path.cwd())).as_posix() if path.is_absolute() else path.as_posix()
-    except ValueError:
+    if not path.is_absolute():
         return path.as_posix()
+    relative = Path(os.path.relpath(path.resolve(), Path.cwd()))
+    return path.as_posix() if relative.parts[:1] == ("..",) else relative.as_posix()
 
 
 class StackFile:

@@ -1,0 +1,66 @@
+"""Kubernetes objects in the graph (typed resources and CRs alike): type tokens and common accessors."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+from pulumi_policy import PolicyResource
+
+from policies.graph import Graph
+from policies.props import get, mapping
+
+NAMESPACE = "kubernetes:core/v1:Namespace"
+RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
+PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
+CLUSTER_QUEUES = ("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue")
+RESOURCE_FLAVORS = ("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor",
+                    "kubernetes:kueue.x-k8s.io/v1beta1:ResourceFlavor")
+VOLCANO_QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
+PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
+SERVICE_MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
+TEAM_COMPONENT = "gpu-platform:tenancy:Team"
+TEAM_LABEL = "gpu-platform.io/team"
+
+
+def name(resource: PolicyResource) -> str:
+    return str(get(resource.props, "metadata.name", resource.name))
+
+
+def namespace(resource: PolicyResource) -> str:
+    return str(get(resource.props, "metadata.namespace", ""))
+
+
+def labels(resource: PolicyResource) -> Mapping:
+    return mapping(get(resource.props, "metadata.labels"))
+
+
+def spec(resource: PolicyResource) -> Mapping:
+    return mapping(get(resource.props, "spec"))
+
+
+def team_namespaces(graph: Graph) -> dict[str, PolicyResource]:
+    """Team namespaces by name: Namespaces labelled as a team's, and those Team components declare."""
+    found = {name(ns): ns for ns in graph.of_type(NAMESPACE) if TEAM_LABEL in labels(ns)}
+    for team in graph.of_type(TEAM_COMPONENT):
+        found.setdefault(str(get(team.props, "namespace", team.name)), team)
+    return found
+
+
+def quantity(value: Any) -> float:
+    """A Kubernetes quantity as a number (GPU counts are whole; suffixes are not used for them)."""
+    text = str(value).strip()
+    for suffix, factor in (("k", 1e3), ("m", 1e-3)):
+        if text.endswith(suffix):
+            return float(text[:-1]) * factor
+    return float(text)
+
+
+def yaml_text(value: Any) -> Any:
+    """A YAML document held in a values string (chart config files), or None when absent or invalid."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return yaml.safe_load(value)
+    except yaml.YAMLError:
+        return None

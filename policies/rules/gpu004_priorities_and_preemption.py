@@ -1,0 +1,88 @@
+"""GPU004: PriorityClasses with a non-preempting global default, and a preemption policy on every team queue."""
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
+
+from policies import charts, k8s
+from policies.graph import Graph
+from policies.props import get, items
+from policies.rule import Pending, Report, stack_rule
+
+VOLCANO = "volcano"
+
+
+def _priority_classes(graph: Graph, report: Report) -> None:
+    classes = graph.of_type(k8s.PRIORITY_CLASS)
+    if not classes:
+        report("no PriorityClass exists: every GPU pod has priority 0, so nothing can be preempted for urgent work "
+               "and nothing is protected from it")
+        return
+    defaults = [c for c in classes if get(c.props, "globalDefault") is True]
+    if len(defaults) != 1:
+        names = ", ".join(k8s.name(c) for c in defaults) or "none"
+        report(f"{len(defaults)} PriorityClasses are globalDefault ({names}); exactly one must be, so pods "
+               "without a class get a known, low priority")
+        return
+    default = defaults[0]
+    policy = get(default.props, "preemptionPolicy", "PreemptLowerPriority")
+    if policy != "Never":
+        report(f"the global default PriorityClass {k8s.name(default)!r} has preemptionPolicy {policy}: any pod "
+               "without a class may evict running GPU work; set preemptionPolicy: Never", default.urn)
+
+
+def _volcano_actions(graph: Graph) -> set[str] | None:
+    for release in charts.releases(graph, VOLCANO):
+        conf = k8s.yaml_text(get(release.values, "custom.scheduler_config_override"))
+        # The chart's default conf has no preempt/reclaim actions (volcano-scheduler.conf at v1.15.1).
+        actions = str(get(conf, "actions", "enqueue, allocate, backfill")) if isinstance(conf, dict) else \
+            "enqueue, allocate, backfill"
+        return {a.strip() for a in actions.split(",")}
+    return None
+
+
+def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
+    _priority_classes(graph, report)
+    pending = Pending()
+    for queue in graph.of_type(*k8s.CLUSTER_QUEUES):
+        with pending.each():
+            preemption = get(queue.props, "spec.preemption")
+            cohort = get(queue.props, "spec.cohortName") or get(queue.props, "spec.cohort")
+            if not preemption or not get(preemption, "withinClusterQueue"):
+                report(f"ClusterQueue {k8s.name(queue)!r} sets no preemption.withinClusterQueue: urgent work waits "
+                       "behind everything already admitted", queue.urn)
+            elif cohort and not get(preemption, "reclaimWithinCohort"):
+                report(f"ClusterQueue {k8s.name(queue)!r} is in cohort {cohort!r} but sets no "
+                       "preemption.reclaimWithinCohort: GPUs it lends are never given back", queue.urn)
+    volcano_queues = graph.of_type(k8s.VOLCANO_QUEUE)
+    actions = _volcano_actions(graph) if volcano_queues else None
+    for queue in volcano_queues:
+        with pending.each():
+            reclaimable = get(queue.props, "spec.reclaimable")
+            if reclaimable is None:
+                report(f"Volcano Queue {k8s.name(queue)!r} does not set reclaimable: say whether GPUs it borrows "
+                       "are given back", queue.urn)
+            elif actions is not None and not {"reclaim", "preempt"} & actions:
+                report(f"Volcano Queue {k8s.name(queue)!r}: the scheduler runs no reclaim or preempt action "
+                       f"(actions: {', '.join(sorted(actions))}), so no queue's guarantee is ever enforced",
+                       queue.urn)
+    pending.finish()
+
+
+RULE = stack_rule(
+    id="GPU004", slug="priorities-and-queue-preemption",
+    title="PriorityClasses exist with a non-preempting global default, and every team queue has a preemption policy",
+    rationale=("Without PriorityClasses nothing distinguishes urgent GPU work from opportunistic work. Exactly "
+               "one class must be globalDefault with preemptionPolicy Never, so pods without a class never evict "
+               "running training. Every Kueue ClusterQueue needs preemption.withinClusterQueue, and "
+               "reclaimWithinCohort when it lends GPUs to a cohort; every Volcano Queue states reclaimable and the "
+               "scheduler runs reclaim or preempt (its default configuration runs neither)."),
+    severity=Severity.MEDIUM, enforcement=EnforcementLevel.MANDATORY,
+    remediation=(
+        "Keep the scheduling layer's priority classes (gpu-critical .. gpu-low, and gpu-default as the "
+        "non-preempting global default).",
+        "Give every ClusterQueue `preemption: {withinClusterQueue: LowerPriority, reclaimWithinCohort: Any}`.",
+        "For Volcano, set `reclaimable` on every Queue and add `preempt, reclaim` to the scheduler actions.",
+    ),
+    config_key="scheduler",
+    check=check,
+)

@@ -1,0 +1,89 @@
+"""GPU005: training pools are reachable only through a scheduler with gang admission."""
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
+
+from policies import charts, k8s
+from policies.graph import Graph
+from policies.props import get, items, mapping
+from policies.rule import Pending, Report, stack_rule
+
+KUEUE, VOLCANO = "kueue", "volcano"
+KUEUE_CONFIG = "managerConfig.controllerManagerConfigYaml"
+VOLCANO_CONFIG = "custom.scheduler_config_override"
+# The volcano chart's own scheduler conf (v1.15.1) enables gang in its first tier.
+VOLCANO_DEFAULT_PLUGINS = {"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion",
+                           "nodeorder", "binpack"}
+
+
+def kueue_gang(config) -> str | None:
+    """Why this Kueue Configuration does not gang-admit every GPU job, or None when it does."""
+    if not isinstance(config, dict):
+        return f"values.{KUEUE_CONFIG} is not set, so the chart's configuration (no waitForPodsReady) applies"
+    wait = mapping(get(config, "waitForPodsReady"))
+    # v1beta2 dropped `enable`: the block (with its required timeout) turns the feature on.
+    enabled = bool(get(wait, "timeout")) if str(config.get("apiVersion", "")).endswith("v1beta2") \
+        else get(wait, "enable") is True
+    if not enabled:
+        return "waitForPodsReady is off, so a partly started job holds its GPUs while the rest wait (kueue#2796)"
+    if get(config, "manageJobsWithoutQueueName") is not True:
+        return "manageJobsWithoutQueueName is not true, so a job without a queue label bypasses Kueue"
+    return None
+
+
+def volcano_gang(values) -> str | None:
+    conf = k8s.yaml_text(get(values, VOLCANO_CONFIG))
+    if get(values, VOLCANO_CONFIG) is None:
+        plugins = VOLCANO_DEFAULT_PLUGINS
+    elif not isinstance(conf, dict):
+        return f"values.{VOLCANO_CONFIG} is not a scheduler configuration"
+    else:
+        plugins = {str(get(p, "name")) for tier in items(get(conf, "tiers")) for p in items(get(tier, "plugins"))}
+    return None if "gang" in plugins else "the scheduler configuration has no gang plugin"
+
+
+def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
+    pending = Pending()
+    training = []
+    for pool in graph.pools():
+        with pending.each():
+            if pool.workload == "training":
+                training.append(pool)
+    pending.finish()
+    if not training:
+        args.not_applicable("no training pool")
+    names = ", ".join(repr(p.name) for p in training)
+    kueue, volcano = charts.releases(graph, KUEUE), charts.releases(graph, VOLCANO)
+    if not kueue and not volcano:
+        report(f"training pools {names} have no gang scheduler: neither a Kueue nor a Volcano release is in the "
+               "stack, so distributed jobs start piecemeal and deadlock on GPUs")
+    for release in kueue:
+        problem = kueue_gang(k8s.yaml_text(get(release.values, KUEUE_CONFIG)))
+        if problem:
+            report(f"training pools {names}: Kueue release {release.resource.name!r}: {problem}",
+                   release.resource.urn)
+    for release in volcano:
+        problem = volcano_gang(release.values)
+        if problem:
+            report(f"training pools {names}: Volcano release {release.resource.name!r}: {problem}",
+                   release.resource.urn)
+
+
+RULE = stack_rule(
+    id="GPU005", slug="training-gang-admission",
+    title="Training pools are reachable only through a scheduler with gang admission",
+    rationale=("A distributed training job needs all its workers at once. Admitted pod by pod, two jobs each "
+               "get half their GPUs and wait forever, holding them. Kueue admits all-or-nothing with "
+               "`waitForPodsReady` (in v1beta2 its presence, with a timeout, enables it; v1beta1 needs "
+               "`enable: true`) and must manage jobs without a queue label too, or they bypass it; Volcano needs "
+               "its gang plugin. Checked from the Kueue release's manager configuration and the Volcano release's "
+               "scheduler configuration."),
+    severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,
+    remediation=(
+        "Set `gpu-platform:scheduler.gang.enabled: true` (the default) with a timeout.",
+        "With your own Kueue configuration: add `waitForPodsReady: {timeout: 10m}` and "
+        "`manageJobsWithoutQueueName: true`; with Volcano keep `gang` in the first tier's plugins.",
+    ),
+    config_key="scheduler",
+    check=check,
+)
