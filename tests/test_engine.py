@@ -56,10 +56,13 @@ def test_every_example_stack_plans(stack):
     assert all(r["parent"] in urns or r["parent"].endswith(f"::gpu-platform-{stack}") for r in data["resources"])
 
 
-def test_plan_is_deterministic(adopted_file):
-    first = json.dumps(plan_stack(file=adopted_file).to_json(), sort_keys=True)
-    second = json.dumps(plan_stack(file=adopted_file).to_json(), sort_keys=True)
-    assert first == second
+def test_plan_is_deterministic_and_parent_first():
+    runs = [plan_stack("aws-prod").to_json() for _ in range(3)]
+    assert all(json.dumps(run, sort_keys=True) == json.dumps(runs[0], sort_keys=True) for run in runs)
+    seen = set()
+    for resource in runs[0]["resources"]:
+        assert resource["parent"] in seen or resource["parent"].endswith("::gpu-platform-aws-prod")
+        seen.add(resource["urn"])
 
 
 def test_adopted_cluster_creates_no_cloud_resources(adopted_file):

@@ -1,9 +1,11 @@
 """Plan a stack offline: validate its config, run `__main__.py` under strict mocks, return the resource graph."""
 from __future__ import annotations
 
+import asyncio
 import json
 import runpy
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -15,6 +17,9 @@ from gpu_platform.engine.wire import to_plain
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "gpu-platform"
+# The SDK sends every registration through the loop's executor; with one worker they complete in the order the
+# program made them, so independent resources (several teams, several layers) plan in the same order every time.
+_RPC_EXECUTOR = ThreadPoolExecutor(max_workers=1)
 
 
 @dataclass
@@ -93,10 +98,17 @@ def plan_stack(stack: str | None = None, file: str | Path | None = None,
         PlannedResource(urn=r.urn, type=r.type, name=r.name, parent=r.parent, custom=r.custom,
                         inputs=to_plain(r.inputs),
                         options={"protect": r.protect, "ignoreChanges": r.ignore_changes, "dependsOn": r.depends_on})
-        for r in registrations
+        for r in sorted(registrations, key=_parent_first)
     ]
     return Plan(project=PROJECT, stack=name, resources=resources, outputs=outputs, stack_file=str(path),
                 warnings=list(validated.warnings))
+
+
+def _parent_first(registration) -> tuple[int, str]:
+    """Registrations arrive in whatever order async tasks finish; sort by nesting depth, then URN, so plans are
+    byte-identical run to run and every parent precedes its children."""
+    qualified_type = registration.urn.split("::")[2]
+    return qualified_type.count("$"), registration.urn
 
 
 def run_main() -> None:
@@ -121,6 +133,7 @@ def run_program(stack: str, config: dict[str, Any], program: Callable[[], None] 
     set_all_config({k: v if isinstance(v, str) else json.dumps(v, default=str) for k, v in config.items()})
     monitor = RecordingMonitor(StrictMocks())
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
+    asyncio.get_event_loop().set_default_executor(_RPC_EXECUTOR)
     program()
     _sync_await(wait_for_rpcs())
     root = settings.get_root_resource()
