@@ -14,6 +14,7 @@ from components.context import Context
 # Layers inside the cluster, in install order; each module has `install(ctx: Context) -> None`.
 LAYERS: tuple[str, ...] = (
     "components.gpu.layer",
+    "components.autoscaling.layer",
     "components.observability.layer",
 )
 

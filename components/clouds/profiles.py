@@ -99,6 +99,12 @@ class CloudProfile:
     # Node label the Cluster Autoscaler reads to know a new node will have GPUs, so it waits for the device plugin
     # instead of scaling up again.
     autoscaler_gpu_label: str = ""
+    # The cloud API's full Kubernetes version per supported minor, when it wants more than "1.33" (OKE: "v1.33.1");
+    # empty: the minor is passed as-is. Non-empty also limits cluster.kubernetesVersion to these minors.
+    kubernetes_versions: dict[str, str] = field(default_factory=dict)
+    # The Cluster Autoscaler's scale-from-zero template for this cloud counts whole GPUs only, so a pool that
+    # advertises MIG resources cannot scale up from zero nodes for pods asking for them.
+    autoscaler_template_whole_gpus: bool = False
     # Label domains the cloud's node pool API refuses (a key in them, or a subdomain of them, is an error).
     reserved_label_domains: tuple[str, ...] = ()
     # GPU Operator facts (components/gpu). The cloud's GPU image already has the NVIDIA container toolkit.
@@ -153,6 +159,21 @@ def _capacity_blocks(value: dict) -> str | None:
             return (f"{pool}: must be {{reservationId: cr-..., availabilityZone: <zone>}} "
                     f"(the Capacity Block bought for that pool); got {block!r}")
     return None
+
+
+def _ocid(kind: str) -> Callable[[str], str | None]:
+    """A check that a value is an OCID of `kind` (ocid1.<kind>.<realm>...)."""
+    def check(value: str) -> str | None:
+        return None if value.startswith(f"ocid1.{kind}.") else f"must be a {kind} OCID (ocid1.{kind}...); got {value!r}"
+    return check
+
+
+def _vcn_cidr(value: str) -> str | None:
+    net = _ipv4_network(value)
+    if net is None:
+        return f"{value!r} is not an IPv4 network like 10.0.0.0/16 (host bits zero)"
+    # OCI allows /16 to /30; OkeNetwork carves endpoint, load balancer, node and pod subnets out of a /16.
+    return None if net.prefixlen == 16 else f"must be a /16 (OkeNetwork splits it into four subnets); got /{net.prefixlen}"
 
 
 # AKS overlay ranges (components/clouds/azure.py): pods and services live outside the VNet, which must not overlap them.
@@ -327,20 +348,44 @@ PROFILES: dict[str, CloudProfile] = {
         pool_naming=PoolNaming(max_len=255, pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]*"),
         default_system_instance="VM.Standard.E5.Flex",
         extras={
-            "compartmentId": ExtraKey(str, "OCI compartment OCID", required=True),
-            "vcnId": ExtraKey(str, "existing VCN OCID; omit to create one"),
-            "nodeSubnetId": ExtraKey(str, "existing private node subnet OCID"),
-            "endpointSubnetId": ExtraKey(str, "existing API endpoint subnet OCID"),
-            "serviceLbSubnetId": ExtraKey(str, "existing load balancer subnet OCID"),
-            "gpuImageId": ExtraKey(str, "GPU node image OCID (an OKE GPU image with the driver baked in)"),
-            "imageId": ExtraKey(str, "system node image OCID"),
-            "availabilityDomain": ExtraKey(str, "availability domain for node placement"),
+            "compartmentId": ExtraKey(str, "OCI compartment OCID", required=True, check=_ocid("compartment")),
+            # Dynamic groups live in the tenancy (root compartment), whatever compartment the cluster is in.
+            "tenancyId": ExtraKey(str, "tenancy OCID, where the node dynamic group for the Cluster Autoscaler is "
+                                       "created", required=True, check=_ocid("tenancy")),
+            "vcnId": ExtraKey(str, "existing VCN OCID; omit to create one",
+                              requires=("nodeSubnetId", "endpointSubnetId", "serviceLbSubnetId"), check=_ocid("vcn")),
+            "vcnCidr": ExtraKey(str, "CIDR of the VCN created when vcnId is omitted", check=_vcn_cidr),
+            "nodeSubnetId": ExtraKey(str, "existing private node subnet OCID", requires=("vcnId",),
+                                     check=_ocid("subnet")),
+            "podSubnetId": ExtraKey(str, "existing private pod subnet OCID (VCN-native pod networking); "
+                                         "default: the node subnet", requires=("vcnId",), check=_ocid("subnet")),
+            "endpointSubnetId": ExtraKey(str, "existing API endpoint subnet OCID", requires=("vcnId",),
+                                         check=_ocid("subnet")),
+            "serviceLbSubnetId": ExtraKey(str, "existing load balancer subnet OCID", requires=("vcnId",),
+                                          check=_ocid("subnet")),
+            # Required: every stack has GPU pools, and OKE has no default GPU image to fall back to.
+            "gpuImageId": ExtraKey(str, "GPU node image OCID: an OKE GPU image (Oracle Linux with the NVIDIA driver "
+                                        "baked in) for the cluster's Kubernetes version", required=True,
+                                   check=_ocid("image")),
+            "imageId": ExtraKey(str, "non-GPU OKE node image OCID for the system pool and for GPU pools with "
+                                     "driver: operator", required=True, check=_ocid("image")),
+            "availabilityDomain": ExtraKey(str, "one availability domain for every node pool (bare-metal GPU shapes "
+                                                "and RDMA cluster networks are usually in one AD); default: all ADs"),
         },
-        driver_note="OKE GPU images ship the driver",
+        driver_note="OKE GPU images ship the driver (driver: managed); driver: operator pools boot the non-GPU "
+                    "cluster.oci.imageId instead, so the GPU Operator is the only driver owner",
         # OKE offers the operator as its NvidiaGpuOperator add-on; we install the chart instead (same values on every
         # cloud), so that add-on stays off, and OKE's own GPU plugin must not advertise GPUs next to the operator's.
         operator_note="OKE add-on NvidiaGpuOperator unused (this Helm release is the operator); keep OKE's NVIDIA GPU "
                       "plugin off (disableNvidiaGpuPlugin=true) so only the operator's device plugin advertises GPUs",
+        # OKE takes full versions ("v1.33.1") from its supported list only; a pinned patch per minor keeps plans
+        # deterministic (no control-plane upgrade because Oracle published a newer patch).
+        kubernetes_versions={"1.31": "v1.31.1", "1.32": "v1.32.1", "1.33": "v1.33.1"},
+        # OKE node pools have no autoscaling of their own: the Cluster Autoscaler resizes them within min/max.
+        autoscaler="cluster-autoscaler",
+        # The OCI autoscaler builds a node pool's scale-from-zero template from its shape's GPU count
+        # (cloudprovider/oci/nodepools/oci_manager.go): only nvidia.com/gpu, never MIG resources.
+        autoscaler_template_whole_gpus=True,
     ),
 }
 

@@ -50,6 +50,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     if prof and cluster:
         _cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)
     _spot_warnings(pools, production, problems)
+    _scale_from_zero_warnings(pool_items, pools, prof, problems)
 
     if problems.errors or cluster is None:
         return None, problems
@@ -71,6 +72,9 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
         problems.add(sec.at("name"), f"must be at most 40 characters (GKE and AKS limits); got {len(name)}")
     region = sec.str("region")
     version = sec.str("kubernetesVersion", "1.33", pattern=_K8S_VERSION, what="a Kubernetes minor version like \"1.33\"")
+    if prof and prof.kubernetes_versions and version and version not in prof.kubernetes_versions:
+        problems.add(sec.at("kubernetesVersion"), f"{version!r} is not a version {prof.service} offers here; allowed: "
+                                                  f"{', '.join(prof.kubernetes_versions)}")
     kubeconfig = sec.value("existingKubeconfig", None)
     if kubeconfig is not None and not isinstance(kubeconfig, str):
         problems.add(sec.at("existingKubeconfig"), "must be a kubeconfig string (set it with `pulumi config set --secret`)")
@@ -513,3 +517,19 @@ def _spot_warnings(pools: list[GpuPool], production: bool, problems: Problems) -
             problems.warn(join(join("gpuPools", i), "minNodes"),
                           f"spot pool {pool.name!r} keeps {pool.min_nodes} node(s) warm in production; spot capacity "
                           "can vanish, so warm spares are usually wasted: consider minNodes: 0")
+
+
+def _scale_from_zero_warnings(items: list[Any], pools: list[GpuPool], prof: CloudProfile | None,
+                              problems: Problems) -> None:
+    """Pools the Cluster Autoscaler cannot start from zero nodes for the resources their pods ask for."""
+    if not (prof and prof.autoscaler_template_whole_gpus):
+        return
+    index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
+    strategy = capacity.mig_strategy(pools)
+    for pool in pools:
+        unseen = sorted(set(capacity.pool_units(pool, strategy)) - {capacity.GPU_RESOURCE})
+        if pool.min_nodes == 0 and unseen:
+            problems.warn(join(join("gpuPools", index[pool.name]), "minNodes"),
+                          f"pool {pool.name!r} starts at 0 nodes but its pods ask for {', '.join(unseen)}; the "
+                          f"{prof.service} Cluster Autoscaler only knows a pool's whole GPUs before its first node "
+                          "exists, so such pods never trigger one: set minNodes: 1")

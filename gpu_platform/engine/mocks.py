@@ -37,8 +37,10 @@ _COMPUTED: dict[str, Callable[[str, dict], dict]] = {
     "gcp:container/cluster:Cluster": lambda name, _: {
         "endpoint": "10.0.0.2", "masterAuth": {"clusterCaCertificate": "T0ZGTElORQ=="},
     },
-    "oci:ContainerEngine/cluster:Cluster": lambda name, _: {
-        "endpoints": [{"privateEndpoint": "10.0.0.2:6443", "publicEndpoint": ""}],
+    "oci:ContainerEngine/cluster:Cluster": lambda name, inputs: {
+        "endpoints": [{"privateEndpoint": "10.0.0.2:6443",
+                       "publicEndpoint": "192.0.2.10:6443" if (inputs.get("endpointConfig") or {}).get(
+                           "isPublicIpEnabled") else ""}],
     },
 }
 
@@ -56,6 +58,16 @@ _INVOKES: dict[str, Callable[[dict], dict]] = {
         "subscriptionId": "00000000-0000-0000-0000-000000000000", "tenantId": "00000000-0000-0000-0000-000000000000"},
     "azure-native:containerservice:listManagedClusterUserCredentials": lambda args: {"kubeconfigs": [{
         "name": "clusterUser", "value": _offline_kubeconfig(f"https://{args['resourceName']}.hcp.offline.azmk8s.io:443")}]},
+    "oci:Core/getServices:getServices": lambda _: {"id": "services", "services": [
+        {"id": "ocid1.service.oc1.offline.all", "name": "All OFF Services In Oracle Services Network",
+         "cidrBlock": "all-off-services-in-oracle-services-network", "description": "All OFF Services"},
+        {"id": "ocid1.service.oc1.offline.objectstorage", "name": "OCI OFF Object Storage",
+         "cidrBlock": "oci-off-objectstorage", "description": "OCI OFF Object Storage"}]},
+    "oci:ContainerEngine/getClusterKubeConfig:getClusterKubeConfig": lambda args: {
+        "id": args["clusterId"], "clusterId": args["clusterId"], "endpoint": args.get("endpoint", ""),
+        # OKE returns plain YAML (not base64); only the CA is read from it.
+        "content": "apiVersion: v1\nkind: Config\nclusters:\n- name: offline\n  cluster:\n"
+                   "    server: https://10.0.0.2:6443\n    certificate-authority-data: T0ZGTElORQ==\n"},
     "oci:Identity/getAvailabilityDomains:getAvailabilityDomains": lambda args: {
         "availabilityDomains": [{"name": f"Offline:AD-{i}", "id": f"ad{i}", "compartmentId": args.get("compartmentId", "")}
                                 for i in (1, 2, 3)], "compartmentId": args.get("compartmentId", ""), "id": "ads"},

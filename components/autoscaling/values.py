@@ -1,0 +1,82 @@
+"""Cluster Autoscaler chart values shared by every cloud that needs it, tuned so GPU nodes go only when empty."""
+from __future__ import annotations
+
+from typing import Any
+
+from components.autoscaling.priorities import expander_priorities, name_pattern
+from components.config.capacity import GPU_RESOURCE, mig_strategy, pool_units
+from components.config.model import PlatformConfig
+
+CHART = "cluster-autoscaler"
+CHART_VERSION = "9.50.1"
+CHART_REPO = "https://kubernetes.github.io/autoscaler"
+# The chart's appVersion 1.33.0: the autoscaler's minor must match the cluster's (it embeds the scheduler).
+IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
+IMAGE_TAG = "v1.33.0"
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "cluster-autoscaler"  # fixed, so IRSA / workload identity trust can name it
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+
+
+def gpu_utilization_threshold(config: PlatformConfig) -> float:
+    """Below one unit's share of the largest GPU node: a node holding any GPU pod is never 'unneeded'.
+
+    The autoscaler measures a GPU node by requested/allocatable nvidia.com/gpu, so one pod on a node that
+    advertises 56 MIG slices is 1/56 used; half of the smallest share keeps every such node.
+    """
+    strategy = mig_strategy(config.gpu_pools)
+    largest = max((pool_units(p, strategy).get(GPU_RESOURCE, 0) for p in config.gpu_pools), default=0)
+    return round(0.5 / max(largest, 1), 6)
+
+
+def shared_values(config: PlatformConfig) -> dict[str, Any]:
+    """Values every cloud gets; the cloud's own part is merged over them."""
+    return {
+        "fullnameOverride": CHART,
+        "image": {"repository": IMAGE, "tag": IMAGE_TAG},
+        "rbac": {"serviceAccount": {"name": SERVICE_ACCOUNT}},
+        "priorityClassName": "system-cluster-critical",
+        # It runs on the system pool: no GPU or spot toleration, so it never holds a GPU node up.
+        "tolerations": [],
+        "resources": {"requests": {"cpu": "100m", "memory": "600Mi"}, "limits": {"memory": "1Gi"}},
+        "extraArgs": {
+            # GPU nodes are slow and dear to start: wait before calling one unneeded, and after scaling up.
+            "scale-down-unneeded-time": "15m",
+            "scale-down-delay-after-add": "15m",
+            "scale-down-gpu-utilization-threshold": gpu_utilization_threshold(config),
+            # DaemonSets (device plugin, DCGM exporter) must not make an empty GPU node look used.
+            "ignore-daemonsets-utilization": True,
+            # Training pods use emptyDir for scratch and /dev/shm; with true no GPU node with such a pod ever
+            # scales down. Running training is protected by the threshold above and safe-to-evict instead.
+            "skip-nodes-with-local-storage": False,
+            "balance-similar-node-groups": True,
+            # Priority first (reserved, then spot, then on-demand), least wasted capacity among equals.
+            "expander": "priority,least-waste",
+            # Bare-metal GPU nodes take 15-25 minutes to boot and join; the 15m default gives up on them.
+            "max-node-provision-time": "30m",
+        },
+        "expanderPriorities": expander_priorities(config.gpu_pools, name_pattern),
+    }
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` on top of `base`: mappings merge key by key, anything else in `over` replaces."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def autoscaler_values(config: PlatformConfig, cloud: dict[str, Any]) -> dict[str, Any]:
+    """The chart values: shared GPU-safe defaults with the cloud's part merged over them.
+
+    A cloud that names its node groups exactly (`expanderPriorities`) replaces the name-based patterns whole,
+    so no stale pattern survives the merge.
+    """
+    shared = shared_values(config)
+    if "expanderPriorities" in cloud:
+        del shared["expanderPriorities"]
+    return deep_merge(shared, cloud)

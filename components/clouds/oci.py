@@ -1,0 +1,166 @@
+"""OKE: an ENHANCED cluster on VCN-native pod networking, a system node pool and one tainted node pool per GPU pool."""
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_oci.containerengine as ce
+import pulumi_oci.identity as identity
+import yaml
+
+from components.autoscaling.priorities import exact_pattern, expander_priorities
+from components.clouds.base import GpuNodePool, PlatformCluster
+from components.clouds.oci_network import OkeNetwork
+from components.clouds.oci_nodes import SYSTEM_SHAPE_CONFIG, node_pool, register_with_taints
+from components.clouds.profiles import profile
+from components.config.model import PlatformConfig
+
+SYSTEM_POOL = "system"
+# What the Cluster Autoscaler does on OKE node pools with instance principals (OKE docs, "Using the Kubernetes
+# Cluster Autoscaler"): resize pools, create and delete their instances, and place their VNICs.
+AUTOSCALER_PERMISSIONS = ("manage cluster-node-pools", "manage instance-family", "use subnets",
+                          "read virtual-network-family", "use vnics", "inspect compartments")
+
+
+class OkeCluster(PlatformCluster):
+    """An OKE cluster with a system node pool and GPU node pools that the Cluster Autoscaler resizes."""
+
+    TYPE = "gpu-platform:oci:OkeCluster"
+
+    def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(self.TYPE, name, {"clusterName": config.cluster.name, "region": config.cluster.region}, opts)
+        prof = profile("oci")
+        extras = config.cluster.extras
+        compartment = extras["compartmentId"]
+        child = pulumi.ResourceOptions(parent=self)
+        self._region = config.cluster.region
+        version = prof.kubernetes_versions[config.cluster.kubernetes_version]
+        private = config.cluster.private_endpoint
+
+        network = OkeNetwork(f"{name}-network", config, opts=child)
+        self.cluster = ce.Cluster(
+            f"{name}-cluster",
+            compartment_id=compartment,
+            name=config.cluster.name,
+            kubernetes_version=version,
+            vcn_id=network.vcn_id,
+            # ENHANCED: workload identity, managed add-ons (NvidiaGpuOperator) and a financially backed SLA;
+            # BASIC clusters have none of them.
+            type="ENHANCED_CLUSTER",
+            endpoint_config=ce.ClusterEndpointConfigArgs(subnet_id=network.endpoint_subnet_id,
+                                                         is_public_ip_enabled=not private),
+            # VCN-native pods: no overlay on GPU-to-GPU traffic that falls back to TCP, pods reachable and
+            # filterable like any VCN address; flannel would save addresses but encapsulate every packet.
+            cluster_pod_network_options=[ce.ClusterClusterPodNetworkOptionArgs(cni_type="OCI_VCN_IP_NATIVE")],
+            options=ce.ClusterOptionsArgs(service_lb_subnet_ids=[network.lb_subnet_id]),
+            opts=child,
+        )
+
+        ads = self._availability_domains(extras)
+        common = {"cluster": self.cluster, "compartment": compartment, "version": version, "ads": ads,
+                  "node_subnet": network.node_subnet_id, "pod_subnet": network.pod_subnet_id}
+        system = config.cluster.system_pool
+        self.system_pool = node_pool(
+            f"{name}-{SYSTEM_POOL}", f"{config.cluster.name}-{SYSTEM_POOL}", shape=system.instance_type,
+            image=extras["imageId"], size=system.min_nodes, labels={}, kubelet_args=None,
+            shape_config=SYSTEM_SHAPE_CONFIG if system.instance_type.endswith(".Flex") else None,
+            opts=child, **common)
+
+        self.pools = {}
+        self._node_pools: dict[str, ce.NodePool] = {}
+        for pool in config.gpu_pools:
+            gpu_pool = GpuNodePool(f"{name}-{pool.cloud_name}", config, pool, prof, opts=child)
+            nodes = node_pool(
+                f"{name}-{pool.cloud_name}-np", pool.cloud_name, shape=pool.instance_type,
+                # The GPU image carries the driver; an operator-owned pool boots the plain image so the GPU
+                # Operator's driver is the only one on the node.
+                image=extras["gpuImageId"] if pool.driver == "managed" else extras["imageId"],
+                size=pool.min_nodes, labels=gpu_pool.labels,
+                kubelet_args=register_with_taints(gpu_pool.taints, prof.taint_effects),
+                preemptible=pool.capacity_type == "spot",
+                opts=pulumi.ResourceOptions(parent=gpu_pool), **common)
+            gpu_pool.finish({"nodePoolId": nodes.id})
+            self.pools[pool.name] = gpu_pool
+            self._node_pools[pool.name] = nodes
+
+        self._autoscaler_iam(name, config, compartment, extras["tenancyId"], child)
+        self._gpu_pools = config.gpu_pools
+        self._system = system
+        self._finish(name, self._kubeconfig(config), self.cluster.name)
+
+    def _availability_domains(self, extras: dict) -> pulumi.Output[list[str]]:
+        if "availabilityDomain" in extras:
+            return pulumi.Output.from_input([extras["availabilityDomain"]])
+        ads = identity.get_availability_domains_output(compartment_id=extras["compartmentId"],
+                                                       opts=pulumi.InvokeOutputOptions(parent=self))
+        return ads.availability_domains.apply(lambda found: sorted(ad.name for ad in found))
+
+    def _autoscaler_iam(self, name: str, config: PlatformConfig, compartment: str, tenancy: str,
+                        opts: pulumi.ResourceOptions) -> None:
+        """Instance-principal rights for the Cluster Autoscaler, which runs on the cluster's nodes."""
+        group_name = f"{config.cluster.name}-nodes"
+        # Matching rules cannot name one cluster's instances (OKE nodes carry no defined tag of their own), so the
+        # group is every instance of the compartment: give each cluster its own compartment to keep it tight.
+        self.node_group = identity.DynamicGroup(
+            f"{name}-nodes", compartment_id=tenancy, name=group_name,
+            description=f"Nodes of OKE cluster {config.cluster.name}: the Cluster Autoscaler runs on them",
+            matching_rule=f"ALL {{instance.compartment.id = '{compartment}'}}", opts=opts)
+        self.autoscaler_policy = identity.Policy(
+            f"{name}-autoscaler", compartment_id=compartment, name=f"{config.cluster.name}-cluster-autoscaler",
+            description=f"Cluster Autoscaler of OKE cluster {config.cluster.name} resizes its node pools",
+            statements=[self.node_group.name.apply(lambda group, p=p: f"Allow dynamic-group {group} to {p} in "
+                                                                       f"compartment id {compartment}")
+                        for p in AUTOSCALER_PERMISSIONS],
+            opts=opts)
+
+    def _kubeconfig(self, config: PlatformConfig) -> pulumi.Output[str]:
+        """A kubeconfig for the endpoint this stack uses, authenticating through the OCI CLI."""
+        private = config.cluster.private_endpoint
+        endpoint = self.cluster.endpoints.apply(
+            lambda eps: eps[0].private_endpoint if private else eps[0].public_endpoint)
+        # OKE exposes the cluster CA only inside its generated kubeconfig, not as a resource output.
+        generated = ce.get_cluster_kube_config_output(
+            cluster_id=self.cluster.id, endpoint="PRIVATE_ENDPOINT" if private else "PUBLIC_ENDPOINT",
+            opts=pulumi.InvokeOutputOptions(parent=self))
+        ca = generated.content.apply(
+            lambda content: yaml.safe_load(content)["clusters"][0]["cluster"]["certificate-authority-data"])
+        return pulumi.Output.all(self.cluster.id, endpoint, ca).apply(
+            lambda args: build_kubeconfig(config.cluster.name, args[0], args[1], args[2], config.cluster.region))
+
+    def autoscaler_values(self) -> dict:
+        """The OCI part of the cluster-autoscaler chart values: every node pool by OCID, instance principals."""
+        groups = [{"name": self._node_pools[p.name].id, "minSize": p.min_nodes, "maxSize": p.max_nodes}
+                  for p in self._gpu_pools]
+        groups.append({"name": self.system_pool.id, "minSize": self._system.min_nodes,
+                       "maxSize": self._system.max_nodes})
+        return {
+            "cloudProvider": "oci",
+            "autoscalingGroups": groups,
+            # The autoscaler authenticates as the node it runs on, allowed by the dynamic group policy.
+            "extraEnv": {"OCI_USE_INSTANCE_PRINCIPAL": "true", "OCI_REGION": self._region},
+            # OKE node group ids are OCIDs, which never contain pool names: match each pool's id exactly.
+            "expanderPriorities": expander_priorities(
+                self._gpu_pools, lambda pool: exact_pattern(self._node_pools[pool.name].id)),
+            # These labels differ on every OKE node; ignored, pools of one shape count as similar and balance
+            # (OKE docs' recommended autoscaler flags).
+            "extraArgs": {f"balancing-ignore-label_{i}": label for i, label in enumerate(
+                ("displayName", "hostname", "internal_addr", "oci.oraclecloud.com/fault-domain"), start=1)},
+        }
+
+
+def build_kubeconfig(cluster_name: str, cluster_id: str, endpoint: str, ca_data: str, region: str) -> str:
+    """The kubeconfig `oci ce cluster create-kubeconfig` writes: short-lived tokens from the OCI CLI."""
+    user = f"{cluster_name}-user"
+    return json.dumps({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": cluster_name, "cluster": {"server": f"https://{endpoint}",
+                                                        "certificate-authority-data": ca_data}}],
+        "users": [{"name": user, "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "oci",
+            "args": ["ce", "cluster", "generate-token", "--cluster-id", cluster_id, "--region", region],
+        }}}],
+        "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": user}}],
+        "current-context": cluster_name,
+    }, indent=2)

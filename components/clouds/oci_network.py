@@ -1,0 +1,130 @@
+"""The VCN an OKE cluster lives in: created private by default, or adopted from `cluster.oci` subnet ids."""
+from __future__ import annotations
+
+import ipaddress
+import re
+
+import pulumi
+import pulumi_oci.core as core
+
+from components.config.model import PlatformConfig
+
+DEFAULT_VCN_CIDR = "10.0.0.0/16"
+# The Oracle Services Network entry a service gateway needs (OCIR, Object Storage, OKE's own services).
+_ALL_SERVICES = re.compile(r"All .* Services In Oracle Services Network")
+_ICMP_PATH_MTU = core.SecurityListIngressSecurityRuleIcmpOptionsArgs(type=3, code=4)
+
+
+def subnet_plan(vcn_cidr: str) -> dict[str, str]:
+    """Endpoint, load balancer, node and pod subnets of a /16 VCN.
+
+    Pods get the upper half: with VCN-native pod networking every pod takes a VCN address.
+    """
+    vcn = ipaddress.IPv4Network(vcn_cidr)
+    slash24 = list(vcn.subnets(new_prefix=24))
+    return {
+        "endpoint": str(next(slash24[0].subnets(new_prefix=28))),
+        "lb": str(slash24[1]),
+        "nodes": str(list(vcn.subnets(new_prefix=20))[1]),
+        "pods": str(list(vcn.subnets(new_prefix=17))[1]),
+    }
+
+
+def dns_label(name: str) -> str:
+    """An OCI DNS label: letters and digits, starting with a letter, at most 15."""
+    label = re.sub(r"[^a-z0-9]", "", name.lower())
+    return ("k" + label if not label[:1].isalpha() else label)[:15]
+
+
+class OkeNetwork(pulumi.ComponentResource):
+    """VCN, gateways, route tables, security lists and the four subnets OKE uses, or the ids of existing ones."""
+
+    TYPE = "gpu-platform:oci:OkeNetwork"
+
+    vcn_id: pulumi.Output[str]
+    endpoint_subnet_id: pulumi.Output[str]
+    lb_subnet_id: pulumi.Output[str]
+    node_subnet_id: pulumi.Output[str]
+    pod_subnet_id: pulumi.Output[str]
+
+    def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
+        extras = config.cluster.extras
+        super().__init__(self.TYPE, name, {"existing": "vcnId" in extras}, opts)
+        if "vcnId" in extras:
+            self.vcn_id = pulumi.Output.from_input(extras["vcnId"])
+            self.endpoint_subnet_id = pulumi.Output.from_input(extras["endpointSubnetId"])
+            self.lb_subnet_id = pulumi.Output.from_input(extras["serviceLbSubnetId"])
+            self.node_subnet_id = pulumi.Output.from_input(extras["nodeSubnetId"])
+            self.pod_subnet_id = pulumi.Output.from_input(extras.get("podSubnetId", extras["nodeSubnetId"]))
+        else:
+            self._create(name, config, extras["compartmentId"], extras.get("vcnCidr", DEFAULT_VCN_CIDR))
+        self.register_outputs({"vcnId": self.vcn_id, "nodeSubnetId": self.node_subnet_id,
+                               "podSubnetId": self.pod_subnet_id, "endpointSubnetId": self.endpoint_subnet_id,
+                               "lbSubnetId": self.lb_subnet_id})
+
+    def _create(self, name: str, config: PlatformConfig, compartment: str, cidr: str) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        private = config.cluster.private_endpoint
+        cidrs = subnet_plan(cidr)
+        vcn = core.Vcn(f"{name}-vcn", compartment_id=compartment, cidr_blocks=[cidr],
+                       display_name=config.cluster.name, dns_label=dns_label(config.cluster.name), opts=child)
+        base = {"compartment_id": compartment, "vcn_id": vcn.id}
+        # Public load balancers and a public API endpoint (development) route through the internet gateway.
+        igw = core.InternetGateway(f"{name}-igw", display_name=f"{config.cluster.name}-igw", enabled=True,
+                                   **base, opts=child)
+        # Private nodes reach container registries outside OCI only through NAT.
+        nat = core.NatGateway(f"{name}-nat", display_name=f"{config.cluster.name}-nat", **base, opts=child)
+        # OKE nodes must reach OCI services (OKE control plane, OCIR, Object Storage) without the internet.
+        osn = core.get_services_output(opts=pulumi.InvokeOutputOptions(parent=self)).services.apply(
+            lambda services: next(s for s in services if _ALL_SERVICES.fullmatch(s.name)))
+        sgw = core.ServiceGateway(f"{name}-sgw", display_name=f"{config.cluster.name}-sgw",
+                                  services=[core.ServiceGatewayServiceArgs(service_id=osn.id)], **base, opts=child)
+
+        public_rt = core.RouteTable(f"{name}-public-rt", display_name=f"{config.cluster.name}-public", route_rules=[
+            core.RouteTableRouteRuleArgs(destination="0.0.0.0/0", destination_type="CIDR_BLOCK",
+                                         network_entity_id=igw.id)], **base, opts=child)
+        private_rt = core.RouteTable(f"{name}-private-rt", display_name=f"{config.cluster.name}-private", route_rules=[
+            core.RouteTableRouteRuleArgs(destination="0.0.0.0/0", destination_type="CIDR_BLOCK",
+                                         network_entity_id=nat.id),
+            core.RouteTableRouteRuleArgs(destination=osn.cidr_block, destination_type="SERVICE_CIDR_BLOCK",
+                                         network_entity_id=sgw.id)], **base, opts=child)
+
+        egress_all = [core.SecurityListEgressSecurityRuleArgs(destination="0.0.0.0/0", protocol="all")]
+        # Nodes, pods and the API endpoint talk freely inside the VCN (kubelet, webhooks, pod-to-pod, NCCL);
+        # ICMP 3/4 keeps path-MTU discovery working for the large frames GPU traffic uses.
+        private_sl = core.SecurityList(f"{name}-private-sl", display_name=f"{config.cluster.name}-private",
+                                       ingress_security_rules=[
+                                           core.SecurityListIngressSecurityRuleArgs(protocol="all", source=cidr),
+                                           core.SecurityListIngressSecurityRuleArgs(
+                                               protocol="1", source="0.0.0.0/0", icmp_options=_ICMP_PATH_MTU)],
+                                       egress_security_rules=egress_all, **base, opts=child)
+        # The API endpoint admits kubectl on 6443: from the VCN only when private, from anywhere otherwise.
+        endpoint_sl = core.SecurityList(f"{name}-endpoint-sl", display_name=f"{config.cluster.name}-endpoint",
+                                        ingress_security_rules=[
+                                            core.SecurityListIngressSecurityRuleArgs(
+                                                protocol="6", source=cidr if private else "0.0.0.0/0",
+                                                tcp_options=core.SecurityListIngressSecurityRuleTcpOptionsArgs(
+                                                    min=6443, max=6443)),
+                                            core.SecurityListIngressSecurityRuleArgs(protocol="all", source=cidr)],
+                                        egress_security_rules=egress_all, **base, opts=child)
+        lb_sl = core.SecurityList(f"{name}-lb-sl", display_name=f"{config.cluster.name}-lb",
+                                  ingress_security_rules=[
+                                      core.SecurityListIngressSecurityRuleArgs(
+                                          protocol="6", source="0.0.0.0/0",
+                                          tcp_options=core.SecurityListIngressSecurityRuleTcpOptionsArgs(
+                                              min=port, max=port)) for port in (80, 443)],
+                                  egress_security_rules=[core.SecurityListEgressSecurityRuleArgs(
+                                      destination=cidr, protocol="6")], **base, opts=child)
+
+        def subnet(suffix: str, public: bool, route_table, security_list) -> core.Subnet:
+            return core.Subnet(f"{name}-{suffix}", display_name=f"{config.cluster.name}-{suffix}",
+                               cidr_block=cidrs[suffix], dns_label=suffix, prohibit_public_ip_on_vnic=not public,
+                               route_table_id=route_table.id, security_list_ids=[security_list.id], **base,
+                               opts=child)
+
+        self.vcn_id = vcn.id
+        endpoint = subnet("endpoint", not private, private_rt if private else public_rt, endpoint_sl)
+        self.endpoint_subnet_id = endpoint.id
+        self.lb_subnet_id = subnet("lb", True, public_rt, lb_sl).id
+        self.node_subnet_id = subnet("nodes", False, private_rt, private_sl).id
+        self.pod_subnet_id = subnet("pods", False, private_rt, private_sl).id
