@@ -17,6 +17,7 @@ from policies.props import get
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 GPU_OPERATOR = "gpu-operator"
+KUBE_PROMETHEUS_STACK = "kube-prometheus-stack"
 _MISSING = object()
 
 _GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -35,6 +36,13 @@ CHART_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
         "dcgmExporter.serviceMonitor.enabled": True,
         "dcgmExporter.serviceMonitor.additionalLabels": {},
     },
+    # With the *NilUsesHelmValues switches on, empty selectors mean `release: <helm release name>`.
+    (KUBE_PROMETHEUS_STACK, "88.2.0"): {
+        "prometheus.prometheusSpec.serviceMonitorSelectorNilUsesHelmValues": True,
+        "prometheus.prometheusSpec.serviceMonitorSelector": {},
+        "prometheus.prometheusSpec.ruleSelectorNilUsesHelmValues": True,
+        "prometheus.prometheusSpec.ruleSelector": {},
+    },
 }
 
 
@@ -52,6 +60,10 @@ class Release:
     def chart(self) -> str:
         # "gpu-operator", "nvidia/gpu-operator" and "oci://.../gpu-operator" are the same chart.
         return str(get(self.resource.props, "chart", "")).rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def release_name(self) -> str:
+        return str(get(self.resource.props, "name", self.resource.name))
 
     @property
     def version(self) -> str:
