@@ -15,6 +15,7 @@ from components.context import Context
 LAYERS: tuple[str, ...] = (
     "components.gpu.layer",
     "components.autoscaling.layer",
+    "components.scheduling.layer",
     "components.observability.layer",
 )
 

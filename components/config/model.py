@@ -133,6 +133,7 @@ class Scheduler:
     kind: str = "kueue"
     gang: Gang = field(default_factory=Gang)
     fair_sharing: bool = True
+    allow_overcommit: bool = False  # nominal quotas may add up to more than a pool offers at maxNodes
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ from datetime import date
 from typing import Any
 
 from components import catalog
+# A module reference, not a name: labels imports the config model, so it may still be initializing here.
+from components.clouds import labels as node_facts
 from components.clouds.profiles import PROFILES, CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
@@ -24,6 +26,7 @@ _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 _TAINT_STRING = re.compile(r"(?P<key>[^=:]+)(=(?P<value>[^:]*))?:(?P<effect>\w+)")
 _MIG_G = re.compile(r"(\d+)g\.")
+KUEUE_MAX_TOLERATIONS = 8  # ResourceFlavor.spec.tolerations maxItems in the v1beta2 CRD
 _HTTP_URL = re.compile(r"https?://[^\s/]+(/\S*)?")
 _CRON = re.compile(r"@(annually|yearly|monthly|weekly|daily|midnight|hourly)|[\d*/,A-Za-z-]+(\s+[\d*/,A-Za-z-]+){4}")
 
@@ -50,6 +53,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     if prof and cluster:
         _cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)
     _spot_warnings(pools, production, problems)
+    _team_quota_rules(pool_items, pools, scheduler, teams, prof, production, problems)
     _scale_from_zero_warnings(pool_items, pools, prof, problems)
 
     if problems.errors or cluster is None:
@@ -312,13 +316,14 @@ def _custom_layout(raw: dict, path: str, gpu, problems: Problems) -> dict[str, i
 
 
 def _scheduler(raw: Any, problems: Problems) -> Scheduler:
-    sec = Section(raw, "scheduler", problems, ("kind", "gang", "fairSharing"))
+    sec = Section(raw, "scheduler", problems, ("kind", "gang", "fairSharing", "allowOvercommit"))
     gang = Section(sec.value("gang", {}), sec.at("gang"), problems, ("enabled", "timeout", "recoveryTimeout"))
     return Scheduler(
         kind=sec.str("kind", "kueue", choices=SCHEDULERS),
         gang=Gang(enabled=gang.bool("enabled", True), timeout_s=gang.duration("timeout", 600),
                   recovery_timeout_s=gang.duration("recoveryTimeout", None)),
         fair_sharing=sec.bool("fairSharing", True),
+        allow_overcommit=bool(sec.bool("allowOvercommit", False)),
     )
 
 
@@ -373,6 +378,56 @@ def _quotas(raw: Any, path: str, pools: dict[str, GpuPool], declared: set, strat
             continue
         quotas[pool_name] = value
     return quotas
+
+
+def _team_quota_rules(pool_items: list[Any], pools: list[GpuPool], scheduler: Scheduler, teams: list[Team],
+                      prof: CloudProfile | None, production: bool, problems: Problems) -> None:
+    """What teams' quotas mean together: a cohort to borrow from, quota that can be lent or reached, pool capacity."""
+    strategy = capacity.mig_strategy(pools)
+    index = {item.get("name"): i for i, item in enumerate(pool_items) if isinstance(item, dict)}
+    cohort = len(teams) >= 2  # teams borrow and lend within one shared cohort
+    for i, team in enumerate(teams):
+        path = join("teams", i)
+        for key, value, verb in (("borrowingLimit", team.borrowing_limit, "borrow from"),
+                                 ("lendingLimit", team.lending_limit, "lend to")):
+            if value is not None and not cohort:
+                problems.add(join(path, key), f"there is no cohort to {verb}: teams share one only when there are "
+                                              "at least two; remove it or add a team")
+        if cohort and team.lending_limit is not None:
+            over = [f"{pool} ({quota})" for pool, quota in team.quotas.items() if team.lending_limit > quota]
+            if over:
+                problems.add(join(path, "lendingLimit"), f"{team.lending_limit} exceeds the team's quota on "
+                                                         f"{', '.join(over)}; a team can lend at most its own quota")
+        for pool, quota in team.quotas.items():
+            if quota == 0 and not (cohort and team.borrowing_limit):
+                why = "it has no borrowingLimit" if cohort else "there is no cohort to borrow from"
+                problems.add(join(join(path, "quotas"), pool), f"0 leaves pool {pool!r} reachable only by borrowing, "
+                                                               f"but {why}; remove the entry or set borrowingLimit")
+    for pool in pools:
+        total = sum(team.quotas.get(pool.name, 0) for team in teams)
+        limit = capacity.quota_capacity(pool, strategy)
+        if total <= limit or scheduler.allow_overcommit:
+            continue
+        owners = ", ".join(f"{t.name} {t.quotas[pool.name]}" for t in teams if t.quotas.get(pool.name))
+        message = (f"teams' nominal quotas on pool {pool.name!r} add up to {total} ({owners}) but it offers {limit} "
+                   f"at maxNodes {pool.max_nodes}: nominal quota would not be guaranteed; raise maxNodes or lower "
+                   "the quotas")
+        at = join(join("gpuPools", index[pool.name]), "maxNodes")
+        if production:
+            problems.add(at, message + " (or set scheduler.allowOvercommit: true)")
+        else:
+            problems.warn(at, message)
+    if scheduler.kind == "kueue" and prof:
+        for pool in pools:
+            taints = len(node_facts.pool_taints(pool, prof))
+            if taints > KUEUE_MAX_TOLERATIONS:
+                problems.add(join(join("gpuPools", index[pool.name]), "taints"),
+                             f"pool {pool.name!r} carries {taints} taints but a Kueue ResourceFlavor holds at most "
+                             f"{KUEUE_MAX_TOLERATIONS} tolerations; drop extra taints")
+    if scheduler.kind == "volcano":
+        for i, team in enumerate(teams):
+            if team.name == "root":
+                problems.add(join(join("teams", i), "name"), "'root' is Volcano's own root queue; choose another name")
 
 
 def _observability(raw: Any, problems: Problems) -> Observability:

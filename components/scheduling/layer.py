@@ -1,0 +1,32 @@
+"""Teams and scheduling layer: team namespaces, priority classes, then Kueue or Volcano queues."""
+from __future__ import annotations
+
+from components.context import Context
+from components.scheduling import volcano
+from components.scheduling.kueue import LOCAL_QUEUE, Kueue
+from components.scheduling.priorities import Priorities
+from components.scheduling.volcano import Volcano
+from components.tenancy.team import Team
+
+
+def install(ctx: Context) -> None:
+    """Create every team's namespace and its scheduler's queues; hand the scheduler release on as a handle."""
+    config = ctx.config
+    kind = config.scheduler.kind
+    teams = {
+        team.name: Team(team.name, config, team,
+                        volcano.namespace_annotations(team) if kind == "volcano" else {},
+                        opts=ctx.k8s_opts())
+        for team in config.teams
+    }
+    Priorities("priorities", opts=ctx.k8s_opts())
+    if kind == "kueue":
+        scheduler = Kueue("kueue", config, {name: t.namespace.metadata.name for name, t in teams.items()},
+                          opts=ctx.k8s_opts())
+        queues = {name: f"{name}/{LOCAL_QUEUE}" for name in teams}
+    else:
+        scheduler = Volcano("volcano", config, opts=ctx.k8s_opts())
+        queues = dict(zip(teams, teams))
+    ctx.handles[kind] = scheduler.release
+    ctx.exports["scheduling"] = {"kind": kind,
+                                 "teams": {name: {"namespace": name, "queue": queues[name]} for name in teams}}

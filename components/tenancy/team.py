@@ -1,0 +1,84 @@
+"""One team's slice of the cluster: its namespace, GPU quota, container defaults and who may edit inside it.
+
+Teams get the built-in `edit` ClusterRole through a RoleBinding in their own namespace only. `edit` can read
+but not change ResourceQuotas, LimitRanges and the Namespace object (so a team cannot relabel itself into
+another team's queue), and a RoleBinding cannot grant cluster-scoped objects such as PriorityClasses,
+ClusterQueues or Volcano Queues.
+"""
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes.core.v1 as core
+import pulumi_kubernetes.meta.v1 as meta
+import pulumi_kubernetes.rbac.v1 as rbac
+
+from components.clouds.labels import LABEL_PREFIX
+from components.config.model import PlatformConfig, Team as TeamConfig
+from components.scheduling.priorities import forbidden_classes
+from components.scheduling.shares import team_ceiling
+
+TEAM_LABEL = f"{LABEL_PREFIX}/team"  # the ClusterQueue namespaceSelector and Kueue's managed namespaces match it
+PRIORITY_LABEL = f"{LABEL_PREFIX}/priority"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+# Requests for containers that set none, so CPU and memory are accounted on shared GPU nodes. No default limits
+# (a surprise memory limit OOM-kills training) and no GPU default: every container, sidecars and init containers
+# included, would then hold a GPU and burn the team's quota.
+DEFAULT_REQUEST = {"cpu": "500m", "memory": "1Gi"}
+
+
+def namespace_labels(team: TeamConfig) -> dict[str, str]:
+    """Labels that tie a namespace to its team's queue."""
+    return {TEAM_LABEL: team.name, PRIORITY_LABEL: team.priority}
+
+
+def quota_hard(config: PlatformConfig, team: TeamConfig) -> dict[str, str]:
+    """`requests.<resource>` caps: nominal quota plus borrowing limit per GPU resource name, 0 where none."""
+    return {f"requests.{name}": str(amount) for name, amount in team_ceiling(config, team).items()}
+
+
+class Team(pulumi.ComponentResource):
+    """A team's namespace with its GPU ResourceQuota, priority ceiling, LimitRange and RoleBinding."""
+
+    TYPE = "gpu-platform:tenancy:Team"
+
+    def __init__(self, name: str, config: PlatformConfig, team: TeamConfig, annotations: dict[str, str],
+                 opts: pulumi.ResourceOptions | None = None):
+        hard = quota_hard(config, team)
+        super().__init__(self.TYPE, name, {
+            "team": team.name, "namespace": team.name, "priority": team.priority, "groups": list(team.groups),
+            "gpuQuota": hard,
+        }, opts)
+        self.namespace = core.Namespace(
+            f"{name}-namespace",
+            metadata=meta.ObjectMetaArgs(name=team.name, labels=namespace_labels(team), annotations=annotations or None),
+            # Deleting a namespace deletes every workload in it: in production a removed team needs a deliberate unprotect.
+            opts=pulumi.ResourceOptions(parent=self, protect=config.production),
+        )
+        ns = self.namespace.metadata.name
+        child = pulumi.ResourceOptions(parent=self)
+        core.ResourceQuota(f"{name}-gpu-quota", metadata=meta.ObjectMetaArgs(name="gpu-quota", namespace=ns),
+                           spec=core.ResourceQuotaSpecArgs(hard=hard), opts=child)
+        # Team priority is a ceiling: pods may not use the classes above it (or the system ones).
+        core.ResourceQuota(
+            f"{name}-priority-ceiling",
+            metadata=meta.ObjectMetaArgs(name="priority-ceiling", namespace=ns),
+            spec=core.ResourceQuotaSpecArgs(
+                hard={"pods": "0"},
+                scope_selector=core.ScopeSelectorArgs(match_expressions=[core.ScopedResourceSelectorRequirementArgs(
+                    scope_name="PriorityClass", operator="In", values=forbidden_classes(team.priority))]),
+            ),
+            opts=child,
+        )
+        core.LimitRange(f"{name}-defaults", metadata=meta.ObjectMetaArgs(name="defaults", namespace=ns),
+                        spec=core.LimitRangeSpecArgs(limits=[
+                            core.LimitRangeItemArgs(type="Container", default_request=DEFAULT_REQUEST)]),
+                        opts=child)
+        if team.groups:
+            rbac.RoleBinding(
+                f"{name}-edit",
+                metadata=meta.ObjectMetaArgs(name="team-edit", namespace=ns),
+                role_ref=rbac.RoleRefArgs(api_group=RBAC_GROUP, kind="ClusterRole", name="edit"),
+                subjects=[rbac.SubjectArgs(kind="Group", name=group, api_group=RBAC_GROUP) for group in team.groups],
+                opts=child,
+            )
+        self.register_outputs({"namespace": ns})
