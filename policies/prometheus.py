@@ -33,6 +33,7 @@ class Prometheus:
     """One Prometheus the stack installs or adopts, by its selectors (None: it selects nothing we know of)."""
 
     name: str
+    urn: str
     service_monitors: Mapping
     rules: Mapping
 
@@ -46,12 +47,12 @@ def _selector(release: charts.Release, kind: str) -> Mapping:
 
 def prometheuses(graph: Graph) -> list[Prometheus]:
     """kube-prometheus-stack releases by their values; else an adopted Prometheus by its declared selector."""
-    found = [Prometheus(r.resource.name, _selector(r, "serviceMonitor"), _selector(r, "rule"))
+    found = [Prometheus(r.resource.name, r.resource.urn, _selector(r, "serviceMonitor"), _selector(r, "rule"))
              for r in charts.releases(graph, charts.KUBE_PROMETHEUS_STACK)]
     if not found:
         for component in graph.of_type(PROMETHEUS_COMPONENT):
             selector = {"matchLabels": dict(mapping(get(component.props, "selector")))}
-            found.append(Prometheus(component.name, selector, selector))
+            found.append(Prometheus(component.name, component.urn, selector, selector))
     return found
 
 

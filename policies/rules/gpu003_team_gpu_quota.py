@@ -38,6 +38,7 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
                 report(f"team namespace {namespace!r} has no ResourceQuota capping "
                        f"{', '.join(f'requests.{r}' for r in missing)}: its pods can take every such GPU in the "
                        "cluster", resource.urn)
+    pending.finish()
 
 
 RULE = stack_rule(

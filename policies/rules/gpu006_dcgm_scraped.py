@@ -16,8 +16,8 @@ EFFECTIVE = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI
 
 
 def _chart_monitors(graph: Graph, report: Report) -> list[dict] | None:
-    """Labels of the ServiceMonitor each enabled exporter's chart creates (None entries: it creates none);
-    None when no exporter is enabled at all."""
+    """Labels of the ServiceMonitor each enabled exporter's chart creates; None when no exporter is enabled
+    (a disabled one is reported here)."""
     monitors, enabled = [], False
     for release in charts.releases(graph, charts.GPU_OPERATOR):
         try:
@@ -51,10 +51,12 @@ def _scraped(graph: Graph, prometheus: Prometheus, monitors: list[dict]) -> bool
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     if not graph.pools():
         args.not_applicable("no GPU pools")
+    if not charts.releases(graph, charts.GPU_OPERATOR) and not charts.releases(graph, DCGM_EXPORTER):
+        report("no DCGM exporter is installed (GPU Operator dcgmExporter or a dcgm-exporter release): GPU "
+               "utilization, health and idle GPUs are invisible")
+        return
     monitors = _chart_monitors(graph, report)
     if monitors is None:
-        report("no DCGM exporter is enabled (GPU Operator dcgmExporter or a dcgm-exporter release): GPU "
-               "utilization, health and idle GPUs are invisible")
         return
     found = prometheuses(graph)
     if not found:
@@ -64,12 +66,12 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     for prometheus in found:
         if not _scraped(graph, prometheus, monitors):
             report(f"Prometheus {prometheus.name!r} does not scrape the DCGM exporter: no ServiceMonitor for it "
-                   "carries the labels its serviceMonitorSelector wants")
+                   "carries the labels its serviceMonitorSelector wants", prometheus.urn)
         records, _ = recording_rules(graph, prometheus)
         if not any(set(EFFECTIVE) & series(expr, records) for expr in records.values()):
             report(f"Prometheus {prometheus.name!r} loads no recording rule over "
                    f"{' / '.join(EFFECTIVE)}: utilization is judged from DCGM_FI_DEV_GPU_UTIL, which reads "
-                   "~99% while SMs sit half idle")
+                   "~99% while SMs sit half idle", prometheus.urn)
 
 
 RULE = stack_rule(
