@@ -14,6 +14,7 @@ import pulumi_kubernetes.rbac.v1 as rbac
 
 from components.clouds.labels import LABEL_PREFIX
 from components.config.model import PlatformConfig, Team as TeamConfig
+from components.observability.reclaimer.job import RECLAIM_ENABLED, RECLAIM_LABEL
 from components.scheduling.priorities import forbidden_classes
 from components.scheduling.shares import team_ceiling
 
@@ -27,8 +28,11 @@ DEFAULT_REQUEST = {"cpu": "500m", "memory": "1Gi"}
 
 
 def namespace_labels(team: TeamConfig) -> dict[str, str]:
-    """Labels that tie a namespace to its team's queue."""
-    return {TEAM_LABEL: team.name, PRIORITY_LABEL: team.priority}
+    """Labels that tie a namespace to its team's queue, and its opt-in to idle-GPU reclaim (teams[].reclaim)."""
+    labels = {TEAM_LABEL: team.name, PRIORITY_LABEL: team.priority}
+    if team.reclaim:
+        labels[RECLAIM_LABEL] = RECLAIM_ENABLED
+    return labels
 
 
 def quota_hard(config: PlatformConfig, team: TeamConfig) -> dict[str, str]:
