@@ -31,12 +31,14 @@ def fullname(release_label: str) -> str:
     return release_label[:26].rstrip("-")
 
 
-def prometheus_url(config: PlatformConfig) -> str:
-    """The in-cluster HTTP API the reclaimer queries: the chart's Prometheus service, or the configured one."""
+def prometheus_url(config: PlatformConfig) -> str | None:
+    """The HTTP API the reclaimer queries: the configured one, else the chart's service when we install it."""
     prom = config.observability.prometheus
     if prom.url:
         return prom.url
-    return f"http://{fullname(prom.release_label)}-prometheus.{prom.namespace}.svc:{PROMETHEUS_PORT}"
+    if prom.install:
+        return f"http://{fullname(prom.release_label)}-prometheus.{prom.namespace}.svc:{PROMETHEUS_PORT}"
+    return None
 
 
 def chart_values(config: PlatformConfig) -> dict[str, Any]:
