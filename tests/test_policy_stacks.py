@@ -1,0 +1,154 @@
+"""`gpu-platform check` end to end: every example stack passes, every broken stack fails with exactly its rule
+ids (stack files, or an example plan with one graph edit checked through --plan), usage errors exit 2,
+RULES.md is current, and the pack's chart defaults match the pinned charts."""
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, STACKS, upstream
+from gpu_platform.cli import main
+from gpu_platform.engine import plan_stack
+from gpu_platform.policy import catalog
+from policies.charts import CHART_DEFAULTS, GPU_OPERATOR
+
+BROKEN = sorted((ROOT / "tests" / "broken_stacks").glob("*.yaml"))
+_PLANS: dict[str, dict] = {}
+
+
+def base_plan(stack: str) -> dict:
+    if stack not in _PLANS:
+        _PLANS[stack] = plan_stack(stack).to_json()
+    return json.loads(json.dumps(_PLANS[stack]))
+
+
+def check_json(tmp_path: Path, *argv: str) -> tuple[int, dict]:
+    out = tmp_path / "report.json"
+    code = main(["check", *argv, "--format", "json", "--out", str(out)])
+    return code, json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_example_stack_passes(stack, tmp_path):
+    code, report = check_json(tmp_path, stack)
+    assert code == 0
+    assert [f for f in report["findings"] if f["failing"]] == []
+    assert report["summary"]["exitCode"] == 0
+    assert report["resources"] > 20
+
+
+def _expectation(path: Path) -> tuple[list[str], int]:
+    text = path.read_text()
+    expected = re.search(r"^# expect: (.+)$", text, re.M).group(1).split()
+    exit_code = re.search(r"^# exit: (\d)$", text, re.M)
+    return sorted(expected), int(exit_code.group(1)) if exit_code else 1
+
+
+def _edited_plan(document: dict, tmp_path: Path) -> Path:
+    plan = base_plan(document["base"])
+    for edit in document["edits"]:
+        target = next(r for r in plan["resources"] if r["type"] == edit["type"] and r["name"] == edit["name"])
+        node, *path = ["inputs", *edit["path"].split(".")]
+        holder = target
+        for step in [node, *path[:-1]]:
+            holder = holder[step]
+        holder[path[-1]] = edit["value"]
+    out = tmp_path / f"{document['base']}.plan.json"
+    out.write_text(json.dumps(plan))
+    return out
+
+
+@pytest.mark.parametrize("path", BROKEN, ids=lambda p: p.stem)
+def test_broken_stack_fails_with_exactly_its_rules(path, tmp_path):
+    expected, exit_code = _expectation(path)
+    document = yaml.safe_load(path.read_text())
+    if "base" in document:
+        code, report = check_json(tmp_path, "--plan", str(_edited_plan(document, tmp_path)))
+    else:
+        code, report = check_json(tmp_path, "--file", str(path))
+    assert sorted({f["rule"] for f in report["findings"]}) == expected
+    assert code == exit_code
+
+
+def test_fail_on_severity_overrides_enforcement(tmp_path):
+    mps = ROOT / "tests" / "broken_stacks" / "mps-shared.yaml"
+    assert check_json(tmp_path, "--file", str(mps))[0] == 0
+    assert check_json(tmp_path, "--file", str(mps), "--fail-on", "medium")[0] == 1
+    assert check_json(tmp_path, "--file", str(mps), "--fail-on", "high")[0] == 0
+
+
+def test_plan_file_with_exemptions_file(tmp_path):
+    document = yaml.safe_load((ROOT / "tests" / "broken_stacks" / "untainted-pool.yaml").read_text())
+    plan = _edited_plan(document, tmp_path)
+    exemptions = tmp_path / "exemptions.yaml"
+    exemptions.write_text(yaml.safe_dump({"exemptions": [
+        {"rule": "GPU001", "resource": "ml-prod-h100-train*", "expires": "2099-01-01",
+         "reason": "pool rebuilt with the taint in the next maintenance window (OPS-42)"}]}))
+    code, report = check_json(tmp_path, "--plan", str(plan), "--exemptions", str(exemptions))
+    assert code == 0
+    assert {f["rule"] for f in report["findings"] if f["waivedBy"]} == {"GPU001"}
+    assert [u["path"] for u in report["exemptions"]["used"]] == ["policy.exemptions[0]"] * 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["aws-prod", "--plan", "x.json"], "do not also name a stack"),
+    (["aws-prod", "--exemptions", "x.yaml"], "--exemptions is for --plan"),
+    (["--plan", "/nonexistent/plan.json"], "cannot read /nonexistent/plan.json"),
+])
+def test_usage_errors_exit_2(argv, message, capsys):
+    assert main(["check", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_not_a_plan_file_exits_2(tmp_path, capsys):
+    bad = tmp_path / "plan.json"
+    bad.write_text('{"resources": [{"urn": 1}]}')
+    assert main(["check", "--plan", str(bad)]) == 2
+    assert "is not a plan" in capsys.readouterr().err
+
+
+def test_invalid_stack_config_exits_2(tmp_path, capsys):
+    stack = tmp_path / "Pulumi.bad.yaml"
+    stack.write_text("config:\n  gpu-platform:cloud: mars\n")
+    assert main(["check", "--file", str(stack)]) == 2
+    assert "cloud: 'mars' is not allowed" in capsys.readouterr().err
+
+
+def test_rules_md_is_generated_from_the_rule_modules():
+    assert (ROOT / "RULES.md").read_text() == catalog.render(), \
+        "RULES.md is stale: run `python -m gpu_platform.policy.catalog > RULES.md`"
+
+
+def test_gpu_operator_defaults_match_the_pinned_chart():
+    values = yaml.safe_load(upstream("gpu-operator/values.yaml").read_text())
+    # The chart's own version field says v1.0.0-devel; SOURCES.md names the release tag the files come from.
+    tag = re.search(r"NVIDIA/gpu-operator @ `(v[\d.]+)`", upstream("SOURCES.md").read_text()).group(1)
+    defaults = CHART_DEFAULTS[(GPU_OPERATOR, tag)]
+    for key, expected in defaults.items():
+        node = values
+        for step in key.split("."):
+            node = node[step]
+        assert node == expected, key
+
+
+def test_check_costs_little_next_to_planning():
+    from components.config import load, split_namespace
+    from gpu_platform.engine.plan import read_stack_config, stack_path
+    from gpu_platform.policy.runner import check
+    from policies import context
+
+    started = time.perf_counter()
+    plan = plan_stack("aws-prod")
+    planning = time.perf_counter() - started
+    _, path = stack_path("aws-prod", None)
+    config = load(*split_namespace(read_stack_config(path)), str(path))
+    started = time.perf_counter()
+    check(plan, context.for_config(config))
+    checking = time.perf_counter() - started
+    # Issue 7 budgets 10% of plan time; leave room for a loaded CI machine.
+    assert checking <= 0.2 * planning, (checking, planning)
