@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 plan: $(VENV)/.installed
-	$(BIN)/gpu-platform plan $(STACK)
+	$(BIN)/gpu-platform plan $(STACK) && $(BIN)/gpu-platform check $(STACK)
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
