@@ -116,3 +116,22 @@ def test_analyzer_honours_the_same_exemptions(analyzer):
         violations, _ = ask_analyzer(analyzer, plan)
     assert [v for v in violations if v[0] == BY_ID["GPU001"].policy.name] == []
     assert {u.rule for u in ctx.exemptions.used} == {"GPU001"}
+
+
+def test_pack_serves_like_under_the_pulumi_cli(tmp_path):
+    """`python -m pulumi.policy <engine> policies`, as pulumi-analyzer-policy-python starts it: prints its port."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    process = subprocess.Popen([sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", str(ROOT / "policies")],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        port = int(process.stdout.readline().strip())
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            info = analyzer_pb2_grpc.AnalyzerStub(channel).GetAnalyzerInfo(empty_pb2.Empty(), timeout=TIMEOUT)
+        assert info.name == "gpu-platform" and len(info.policies) == len(RULES)
+    finally:
+        process.kill()
+        process.wait(timeout=TIMEOUT)
