@@ -10,10 +10,12 @@ import copy
 from functools import lru_cache
 from typing import Any
 
+import jsonschema
 import kubernetes_validate
 import pytest
+import yaml
 
-from conftest import ROOT, STACKS
+from conftest import ROOT, STACKS, upstream
 from gpu_platform.engine import Plan, plan_stack
 from gpu_platform.engine.plan import read_stack_config
 
@@ -70,6 +72,35 @@ def whole(value: Any) -> Any:
     if isinstance(value, list):
         return [whole(v) for v in value]
     return value
+
+
+def strict(schema: Any) -> Any:
+    """The schema with unknown fields as errors: additionalProperties false wherever properties are listed and
+    neither additionalProperties nor x-kubernetes-preserve-unknown-fields is set."""
+    if isinstance(schema, list):
+        return [strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: strict(v) for k, v in schema.items()}
+    if "properties" in out and "additionalProperties" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
+        out["additionalProperties"] = False
+    return out
+
+
+@lru_cache(maxsize=None)
+def crd_validator(relative: str, version: str) -> jsonschema.Draft7Validator:
+    """A strict validator for one served version of an upstream CRD (skips when ../shared/upstream is absent)."""
+    crd = yaml.safe_load(upstream(relative).read_text())
+    served = {v["name"]: v for v in crd["spec"]["versions"]}
+    schema = strict(served[version]["schema"]["openAPIV3Schema"])
+    schema["properties"].pop("status", None)
+    return jsonschema.Draft7Validator(schema)
+
+
+def crd_errors(relative: str, version: str, obj: dict[str, Any]) -> list[str]:
+    """Schema violations of `obj`, each with its path."""
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in crd_validator(relative, version).iter_errors(whole(obj))]
 
 
 @pytest.mark.parametrize("stack", STACKS)
