@@ -185,6 +185,25 @@ def test_shared_values_are_plain_and_complete(raw):
 
 # --- validation the autoscaler relies on ----------------------------------------------------------------------------
 
+def test_quota_sum_above_pool_capacity_is_an_error_in_production(raw):
+    raw["teams"] = [{"name": "research", "quotas": {"h100-train": 20}},
+                    {"name": "serving", "quotas": {"h100-train": 20, "a100-infer": 56}}]
+    with pytest.raises(ConfigError) as info:
+        validate(raw)
+    found = {p.path: p.message for p in info.value.problems}
+    message = found["gpuPools[0].maxNodes"]
+    assert "'h100-train'" in message and "40" in message and "32" in message
+
+
+def test_quota_sum_above_pool_capacity_is_a_warning_in_development(raw):
+    raw["environment"] = "development"
+    raw["teams"] = [{"name": "research", "quotas": {"h100-train": 20}},
+                    {"name": "serving", "quotas": {"h100-train": 20, "a100-infer": 56}}]
+    warnings = validate(raw).warnings
+    hit = [w for w in warnings if w.startswith("gpuPools[0].maxNodes:")]
+    assert len(hit) == 1 and "'h100-train'" in hit[0] and "40" in hit[0] and "32" in hit[0]
+
+
 def test_spot_pool_kept_warm_in_production_warns_but_not_in_development(raw):
     raw["gpuPools"][0].update(capacityType="spot", minNodes=1)
     warnings = validate(raw).warnings
