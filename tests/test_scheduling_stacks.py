@@ -23,6 +23,8 @@ KINDS = ("kueue", "volcano")
 CORE_TYPES = {
     "kubernetes:core/v1:Namespace", "kubernetes:core/v1:ResourceQuota", "kubernetes:core/v1:LimitRange",
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "kubernetes:scheduling.k8s.io/v1:PriorityClass",
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+    "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding",
 }
 OURS = ("gpu-platform:tenancy:", "gpu-platform:scheduling:")
 
@@ -141,7 +143,7 @@ def test_core_objects_are_valid_kubernetes(stack, kind):
             kubernetes_validate.validate(whole(resource.inputs), "1.33", strict=True)
             checked += 1
     teams = len(stack_config(stack)["gpu-platform:teams"])
-    assert checked >= 5 + 4 * teams  # priority classes; namespace, two quotas and a LimitRange per team
+    assert checked >= 7 + 4 * teams  # priority classes and ceiling policy; namespace, two quotas, LimitRange per team
 
 
 def test_scheduler_objects_wait_for_their_release():

@@ -2,11 +2,16 @@
 RBAC, and the cluster's priority classes."""
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from components.config import validate
 from components.config.model import PRIORITIES
-from components.scheduling.priorities import DEFAULT, LEVELS, SYSTEM_CLASSES, allowed_classes, forbidden_classes
+from components.scheduling.priorities import (
+    CEILING_POLICY, DEFAULT, LEVELS, SYSTEM_CLASSES, WORKLOAD_PRIORITY_LABEL, allowed_classes, forbidden_classes,
+)
 from components.tenancy.team import quota_hard
 from conftest import STACKS
 from test_scheduling_stacks import by_name, ours, planned, stack_config, whole
@@ -128,3 +133,21 @@ def test_priority_classes_are_ordered_and_only_the_top_two_preempt():
 
 def test_one_priority_level_per_team_priority():
     assert tuple(LEVELS) == PRIORITIES
+
+
+def test_admission_policy_holds_kueue_labels_and_podgroups_to_the_ceiling():
+    plan = planned("aws-prod", "volcano")
+    policy = by_name(plan, "ValidatingAdmissionPolicy")[CEILING_POLICY]["spec"]
+    binding = by_name(plan, "ValidatingAdmissionPolicyBinding")[CEILING_POLICY]["spec"]
+    assert binding == {"policyName": CEILING_POLICY, "validationActions": ["Deny"]}
+    assert policy["failurePolicy"] == "Fail"
+    assert policy["matchConstraints"]["namespaceSelector"] == {
+        "matchExpressions": [{"key": "gpu-platform.io/team", "operator": "Exists"}]}
+    assert policy["matchConstraints"]["resourceRules"][0]["scope"] == "Namespaced"
+    (variable,) = policy["variables"]
+    table, key = re.fullmatch(r"(\{.*\})\[namespaceObject\.metadata\.labels\[(.*)\]\]", variable["expression"]).groups()
+    assert json.loads(key) == "gpu-platform.io/priority"
+    assert json.loads(table) == {p: forbidden_classes(p) for p in PRIORITIES}
+    label_rule, podgroup_rule = (v["expression"] for v in policy["validations"])
+    assert f'object.metadata.labels["{WORKLOAD_PRIORITY_LABEL}"] in variables.forbidden' in label_rule
+    assert "PodGroup" in podgroup_rule and "object.spec.priorityClassName in variables.forbidden" in podgroup_rule

@@ -6,7 +6,7 @@ from components.scheduling import volcano
 from components.scheduling.kueue import LOCAL_QUEUE, Kueue
 from components.scheduling.priorities import Priorities
 from components.scheduling.volcano import Volcano
-from components.tenancy.team import Team
+from components.tenancy.team import PRIORITY_LABEL, TEAM_LABEL, Team
 
 
 def install(ctx: Context) -> None:
@@ -19,7 +19,7 @@ def install(ctx: Context) -> None:
                         opts=ctx.k8s_opts())
         for team in config.teams
     }
-    Priorities("priorities", opts=ctx.k8s_opts())
+    Priorities("priorities", TEAM_LABEL, PRIORITY_LABEL, opts=ctx.k8s_opts())
     if kind == "kueue":
         scheduler = Kueue("kueue", config, {name: t.namespace.metadata.name for name, t in teams.items()},
                           opts=ctx.k8s_opts())

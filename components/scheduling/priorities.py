@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import json
+
 import pulumi
+import pulumi_kubernetes.admissionregistration.v1 as admission
 import pulumi_kubernetes.meta.v1 as meta
 import pulumi_kubernetes.scheduling.v1 as scheduling
 
@@ -35,6 +38,8 @@ DEFAULT = PriorityLevel("gpu-default", 0, "Never",
                         "Pods without a priority class: never evict anyone, below every GPU class")
 # System classes are for node and cluster agents; a team pod using them would outrank every GPU job.
 SYSTEM_CLASSES = ("system-cluster-critical", "system-node-critical")
+WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"  # names a Kueue WorkloadPriorityClass on a job
+CEILING_POLICY = "gpu-platform-priority-ceiling"
 
 
 def allowed_classes(priority: str) -> list[str]:
@@ -49,12 +54,34 @@ def forbidden_classes(priority: str) -> list[str]:
     return [*(LEVELS[p].name for p in names[:names.index(priority)]), *SYSTEM_CLASSES]
 
 
+def ceiling_rules(team_label: str, priority_label: str) -> tuple[dict, list[dict[str, str]], list[dict[str, str]]]:
+    """Match constraints, variables and validations of the admission policy that holds team objects to their
+    namespace's priority ceiling where a ResourceQuota scope cannot look: a job's Kueue WorkloadPriorityClass
+    label and a Volcano PodGroup's priorityClassName (pods themselves are capped by the priority-ceiling quota)."""
+    forbidden = json.dumps({p: forbidden_classes(p) for p in LEVELS})
+    match = {"namespaceSelector": {"matchExpressions": [{"key": team_label, "operator": "Exists"}]},
+             "resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
+                                "resources": ["*"], "scope": "Namespaced"}]}
+    variables = [{"name": "forbidden",
+                  "expression": f"{forbidden}[namespaceObject.metadata.labels[{json.dumps(priority_label)}]]"}]
+    label = json.dumps(WORKLOAD_PRIORITY_LABEL)
+    validations = [
+        {"expression": f"!has(object.metadata.labels) || !({label} in object.metadata.labels) || "
+                       f"!(object.metadata.labels[{label}] in variables.forbidden)",
+         "message": "this namespace's team may not use that Kueue priority class (above its priority)"},
+        {"expression": 'request.kind.kind != "PodGroup" || !has(object.spec.priorityClassName) || '
+                       "!(object.spec.priorityClassName in variables.forbidden)",
+         "message": "this namespace's team may not use that priority class (above its priority)"},
+    ]
+    return match, variables, validations
+
+
 class Priorities(pulumi.ComponentResource):
-    """The cluster's GPU PriorityClasses and its non-preempting global default."""
+    """The cluster's GPU PriorityClasses, its non-preempting global default, and the team priority ceiling."""
 
     TYPE = "gpu-platform:scheduling:Priorities"
 
-    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, team_label: str, priority_label: str, opts: pulumi.ResourceOptions | None = None):
         levels = [*LEVELS.values(), DEFAULT]
         super().__init__(self.TYPE, name, {"classes": {lv.name: lv.value for lv in levels}}, opts)
         self.classes = {
@@ -69,4 +96,28 @@ class Priorities(pulumi.ComponentResource):
             )
             for lv in levels
         }
+        match, variables, validations = ceiling_rules(team_label, priority_label)
+        policy = admission.ValidatingAdmissionPolicy(
+            f"{name}-ceiling",
+            metadata=meta.ObjectMetaArgs(name=CEILING_POLICY),
+            spec=admission.ValidatingAdmissionPolicySpecArgs(
+                failure_policy="Fail",
+                match_constraints=admission.MatchResourcesArgs(
+                    namespace_selector=meta.LabelSelectorArgs(match_expressions=[
+                        meta.LabelSelectorRequirementArgs(**e) for e in match["namespaceSelector"]["matchExpressions"]]),
+                    resource_rules=[admission.NamedRuleWithOperationsArgs(
+                        api_groups=r["apiGroups"], api_versions=r["apiVersions"], operations=r["operations"],
+                        resources=r["resources"], scope=r["scope"]) for r in match["resourceRules"]]),
+                variables=[admission.VariableArgs(**v) for v in variables],
+                validations=[admission.ValidationArgs(**v) for v in validations],
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        admission.ValidatingAdmissionPolicyBinding(
+            f"{name}-ceiling-binding",
+            metadata=meta.ObjectMetaArgs(name=CEILING_POLICY),
+            spec=admission.ValidatingAdmissionPolicyBindingSpecArgs(policy_name=CEILING_POLICY,
+                                                                     validation_actions=["Deny"]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+        )
         self.register_outputs({"classes": list(self.classes)})

@@ -62,7 +62,8 @@ class Team(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         core.ResourceQuota(f"{name}-gpu-quota", metadata=meta.ObjectMetaArgs(name="gpu-quota", namespace=ns),
                            spec=core.ResourceQuotaSpecArgs(hard=hard), opts=child)
-        # Team priority is a ceiling: pods may not use the classes above it (or the system ones).
+        # Team priority is a ceiling: pods may not use the classes above it (or the system ones). Quota scopes only
+        # see pods; the Priorities admission policy holds Kueue priority labels and PodGroups to the same ceiling.
         core.ResourceQuota(
             f"{name}-priority-ceiling",
             metadata=meta.ObjectMetaArgs(name="priority-ceiling", namespace=ns),
