@@ -73,7 +73,8 @@ def cel_violations(obj: dict) -> list[str]:
             found.append("reclaimWithinCohort=Never with borrowWithinCohort")
     if obj["kind"] == "ResourceFlavor":
         for t in spec.get("tolerations", []):
-            if t.get("operator", "Equal") not in ("Equal", "Exists") or (t.get("operator") == "Exists" and "value" in t):
+            operator = t.get("operator", "Equal")
+            if operator not in ("Equal", "Exists") or (operator == "Exists" and "value" in t):
                 found.append(f"bad toleration {t}")
             if t.get("effect") not in (None, "NoSchedule", "PreferNoSchedule", "NoExecute"):
                 found.append(f"bad effect {t}")
@@ -128,7 +129,8 @@ def test_spot_and_cloud_taints_are_tolerated_on_their_flavor_only():
     assert ("sku", "gpu") in {(t["key"], t["value"]) for t in flavor(aks, "h100-train")["tolerations"]}
     spot = {(t["key"], t["value"]) for t in flavor(aks, "a10-spot")["tolerations"]}
     assert {("gpu-platform.io/spot", "true"), ("kubernetes.azure.com/scalesetpriority", "spot")} <= spot
-    assert ("gpu-platform.io/spot", "true") not in {(t["key"], t["value"]) for t in flavor(aks, "h100-train")["tolerations"]}
+    on_demand = {(t["key"], t["value"]) for t in flavor(aks, "h100-train")["tolerations"]}
+    assert ("gpu-platform.io/spot", "true") not in on_demand
 
 
 # --- cluster queues ---------------------------------------------------------------------------------------------
@@ -148,8 +150,9 @@ def test_aws_prod_queues_count_each_pool_in_its_own_units():
         spec = cq["spec"]
         assert spec["cohortName"] == "gpu-platform" and spec["queueingStrategy"] == "BestEffortFIFO"
         assert spec["namespaceSelector"] == {"matchLabels": {"gpu-platform.io/team": name}}
+    # Weight = nominal quota in whole GPUs: 7 one-slice MIG instances are 1 A100, 4 time-sliced replicas are 1 L4.
     assert {n: whole(cq["spec"]["fairSharing"]["weight"]) for n, cq in cqs.items()} == {
-        "research": 24, "applied": 16, "serving": 8}  # nominal quota in whole GPUs (8 slices = 1 A100, 4 replicas = 1 L4)
+        "research": 24, "applied": 16, "serving": 8}
 
 
 def test_mixed_mig_gets_its_own_resource_group_in_slices():

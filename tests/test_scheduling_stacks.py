@@ -84,7 +84,8 @@ def strict(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     out = {k: strict(v) for k, v in schema.items()}
-    if "properties" in out and "additionalProperties" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
+    open_ended = "additionalProperties" in out or out.get("x-kubernetes-preserve-unknown-fields")
+    if "properties" in out and not open_ended:
         out["additionalProperties"] = False
     return out
 
@@ -149,13 +150,15 @@ def test_core_objects_are_valid_kubernetes(stack, kind):
 def test_scheduler_objects_wait_for_their_release():
     for _, kind, plan in all_plans():
         release = next(r.urn for r in ours(plan) if r.type == "kubernetes:helm.sh/v3:Release")
-        custom = [r for r in ours(plan) if r.type.startswith(("kubernetes:kueue.x-k8s.io", "kubernetes:scheduling.volcano"))]
+        custom = [r for r in ours(plan)
+                  if r.type.startswith(("kubernetes:kueue.x-k8s.io", "kubernetes:scheduling.volcano"))]
         assert custom and all(release in r.options["dependsOn"] for r in custom)
 
 
 def test_team_objects_live_in_the_team_namespace_and_follow_it():
     plan = planned("aws-prod", "kueue")
-    namespace_urns = {r.inputs["metadata"]["name"]: r.urn for r in ours(plan) if r.type == "kubernetes:core/v1:Namespace"}
+    namespace_urns = {r.inputs["metadata"]["name"]: r.urn for r in ours(plan)
+                      if r.type == "kubernetes:core/v1:Namespace"}
     for resource in ours(plan):
         namespace = resource.inputs.get("metadata", {}).get("namespace")
         if namespace:

@@ -36,8 +36,8 @@ FRAMEWORKS = (
 )
 NOT_QUEUED = ("cpu", "memory", "ephemeral-storage", "hugepages-")  # resource prefixes Kueue does not count
 # Team priority -> the highest workload priority its borrowing jobs may preempt in other queues (classic
-# preemption only). Reclaiming one's own nominal quota is always allowed; preempting others to borrow is a
-# privilege of critical and high teams, and never reaches work at or above their own next level down.
+# preemption only). Reclaiming one's own nominal quota is always allowed; preempting others in order to borrow is
+# a privilege of critical and high teams, and never reaches work at their own level or the level just below.
 BORROW_PREEMPTS_UP_TO = {"critical": LEVELS["normal"].value, "high": LEVELS["low"].value}
 REQUEUE_BACKOFF = {"timestamp": "Eviction", "backoffLimitCount": 5, "backoffBaseSeconds": 60,
                    "backoffMaxSeconds": 3600}
@@ -152,7 +152,7 @@ def cluster_queue_spec(config: PlatformConfig, team: Team) -> dict[str, Any]:
 
 
 class WorkloadPriorityClass(pulumi.CustomResource):
-    """A Kueue WorkloadPriorityClass: its `value` sits beside metadata, which CustomResource (spec only) cannot carry."""
+    """A Kueue WorkloadPriorityClass: its `value` sits beside metadata, where CustomResource (spec only) cannot."""
 
     def __init__(self, name: str, class_name: str, value: int, description: str,
                  opts: pulumi.ResourceOptions | None = None):

@@ -104,7 +104,8 @@ class Priorities(pulumi.ComponentResource):
                 failure_policy="Fail",
                 match_constraints=admission.MatchResourcesArgs(
                     namespace_selector=meta.LabelSelectorArgs(match_expressions=[
-                        meta.LabelSelectorRequirementArgs(**e) for e in match["namespaceSelector"]["matchExpressions"]]),
+                        meta.LabelSelectorRequirementArgs(**expr)
+                        for expr in match["namespaceSelector"]["matchExpressions"]]),
                     resource_rules=[admission.NamedRuleWithOperationsArgs(
                         api_groups=r["apiGroups"], api_versions=r["apiVersions"], operations=r["operations"],
                         resources=r["resources"], scope=r["scope"]) for r in match["resourceRules"]]),

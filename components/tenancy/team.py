@@ -54,8 +54,10 @@ class Team(pulumi.ComponentResource):
         }, opts)
         self.namespace = core.Namespace(
             f"{name}-namespace",
-            metadata=meta.ObjectMetaArgs(name=team.name, labels=namespace_labels(team), annotations=annotations or None),
-            # Deleting a namespace deletes every workload in it: in production a removed team needs a deliberate unprotect.
+            metadata=meta.ObjectMetaArgs(name=team.name, labels=namespace_labels(team),
+                                         annotations=annotations or None),
+            # Deleting a namespace deletes every workload in it: in production, removing a team takes a deliberate
+            # unprotect.
             opts=pulumi.ResourceOptions(parent=self, protect=config.production),
         )
         ns = self.namespace.metadata.name
