@@ -40,11 +40,15 @@ def promtool() -> str:
     return path
 
 
+def recording_first(groups: list[dict]) -> list[dict]:
+    return sorted(groups, key=lambda g: not any("record" in r for r in g["rules"]))
+
+
 @pytest.fixture(scope="module")
 def planned_groups() -> dict[str, list[dict]]:
-    """Stack -> every rule group of every PrometheusRule in its plan."""
-    return {stack: [group for rule in plan_stack(stack, config_overrides=adopt(stack)).of_type(RULE_TYPE)
-                    for group in rule.inputs["spec"]["groups"]] for stack in STACKS}
+    """Stack -> every rule group of every PrometheusRule in its plan, recording groups first."""
+    return {stack: recording_first([group for rule in plan_stack(stack, config_overrides=adopt(stack)).of_type(
+        RULE_TYPE) for group in rule.inputs["spec"]["groups"]]) for stack in STACKS}
 
 
 def run(promtool: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -94,6 +98,9 @@ def test_promtool_unit_tests(promtool, planned_groups, test_file, tmp_path):
     stack = rule_file.removesuffix(".rules.yml")
     groups = planned_groups[stack]
     write_rules(groups, tmp_path / rule_file)
+    # Without an order promtool evaluates groups in map order, so a rule reading another group's records would
+    # see them one step late at random. Prometheus itself runs groups independently; tests want one order.
+    spec["group_eval_order"] = [g["name"] for g in groups]
     (tmp_path / test_file.name).write_text(yaml.safe_dump(with_annotations(spec, groups), sort_keys=False))
     result = run(promtool, "test", "rules", test_file.name, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
