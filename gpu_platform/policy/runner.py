@@ -56,6 +56,7 @@ def _run(result: Any) -> None:
 
 def evaluate(plan: Plan, ctx: StackContext, rules: Iterable[Rule]) -> Report:
     """Run every enabled rule over `plan` with `ctx`'s environment and exemptions."""
+    rules = list(rules)
     resources = policy_resources(plan.resources)
     report = Report(stack=plan.stack, source=plan.stack_file, exemptions=ctx.exemptions, resources=len(resources))
     with using(ctx):

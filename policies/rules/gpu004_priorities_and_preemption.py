@@ -5,7 +5,7 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
 from policies import charts, k8s
 from policies.graph import Graph
-from policies.props import get, items
+from policies.props import get
 from policies.rule import Pending, Report, stack_rule
 
 VOLCANO = "volcano"
