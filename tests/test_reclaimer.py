@@ -218,6 +218,16 @@ def test_an_unreachable_prometheus_changes_nothing_and_fails():
     assert api.requests == []
 
 
+
+def test_an_unreadable_cluster_ca_changes_nothing_and_fails(tmp_path):
+    err = io.StringIO()
+    with Fake({("GET", "/api/v1/query"): (200, alerts(*IDLE))}) as prometheus:
+        code = job.run(job.Settings(prometheus_url=prometheus.url, api_url="https://10.0.0.1:443", scheduler="kueue",
+                                    dry_run=False, ca_file=str(tmp_path / "missing-ca.crt")), io.StringIO(), err)
+    assert code == 1
+    assert err.getvalue().startswith("gpu-reclaimer: nothing changed: cannot load the CA for https://10.0.0.1:443")
+    assert prometheus.requests == []
+
 @pytest.mark.parametrize("broken", [("GET", "/api/v1/namespaces"), ("GET", WORKLOADS),
                                     ("GET", "/api/v1/namespaces/research/pods/js-0")])
 def test_an_api_failure_while_planning_changes_nothing_and_fails(broken):

@@ -98,7 +98,10 @@ class Http:
     def __init__(self, base: str, token: str | None = None, ca_file: str | None = None):
         self.base = base.rstrip("/")
         self.token = token
-        self.context = ssl.create_default_context(cafile=ca_file) if base.startswith("https") else None
+        try:
+            self.context = ssl.create_default_context(cafile=ca_file) if base.startswith("https") else None
+        except (OSError, ssl.SSLError) as exc:
+            raise ReclaimError(f"cannot load the CA for {base}: {exc}") from None
 
     def __call__(self, method: str, path: str, body: Any = None, query: Mapping[str, str] | None = None,
                  content_type: str = "application/json") -> Any:
@@ -286,9 +289,9 @@ def act(settings: Settings, api: Http, action: Action) -> None:
 
 def run(settings: Settings, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """One reclaim pass; returns the process exit code."""
-    prometheus = Http(settings.prometheus_url)
-    api = Http(settings.api_url, settings.token, settings.ca_file)
     try:
+        prometheus = Http(settings.prometheus_url)
+        api = Http(settings.api_url, settings.token, settings.ca_file)
         actions, notes = plan(settings, prometheus, api)
     except ReclaimError as exc:
         print(f"gpu-reclaimer: nothing changed: {exc}", file=err)
