@@ -306,9 +306,10 @@ def test_manager_config_values_are_ones_the_api_documents():
 def test_manager_config_keeps_the_chart_defaults():
     default = yaml.safe_load(upstream("kueue/config/controller_manager_config.yaml").read_text())
     conf = manager_conf(planned("aws-prod", "kueue"))
-    for key in ("apiVersion", "kind", "health", "metrics", "webhook", "leaderElection", "controller",
-                "clientConnection"):
+    for key in ("apiVersion", "kind", "health", "webhook", "leaderElection", "controller", "clientConnection"):
         assert conf[key] == default[key], key
+    # The chart's commented-out option, turned on for the observability layer's per-ClusterQueue quota rules.
+    assert conf["metrics"] == {**default["metrics"], "enableClusterQueueResources": True}
     assert set(default["integrations"]["frameworks"]) - set(conf["integrations"]["frameworks"]) == {
         "workload.codeflare.dev/appwrapper"}
 

@@ -50,7 +50,8 @@ def manager_config(config: PlatformConfig) -> dict[str, Any]:
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
+        # Per-ClusterQueue usage and nominal quota metrics, which the observability layer's quota rules read.
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "controller": {"groupKindConcurrency": {
