@@ -1,11 +1,9 @@
 """Plan a stack offline: validate its config, run `__main__.py` under strict mocks, return the resource graph."""
 from __future__ import annotations
 
-import asyncio
 import json
 import runpy
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -17,9 +15,6 @@ from gpu_platform.engine.wire import to_plain
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "gpu-platform"
-# The SDK sends every registration through the loop's executor; with one worker they complete in the order the
-# program made them, so independent resources (several teams, several layers) plan in the same order every time.
-_RPC_EXECUTOR = ThreadPoolExecutor(max_workers=1)
 
 
 @dataclass
@@ -133,7 +128,6 @@ def run_program(stack: str, config: dict[str, Any], program: Callable[[], None] 
     set_all_config({k: v if isinstance(v, str) else json.dumps(v, default=str) for k, v in config.items()})
     monitor = RecordingMonitor(StrictMocks())
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
-    asyncio.get_event_loop().set_default_executor(_RPC_EXECUTOR)
     program()
     _sync_await(wait_for_rpcs())
     root = settings.get_root_resource()
