@@ -8,7 +8,7 @@ import pulumi
 import pytest
 
 from components.autoscaling import layer
-from components.autoscaling.priorities import expander_priorities, name_pattern
+from components.autoscaling.priorities import expander_priorities
 from components.autoscaling.values import (CHART_VERSION, IMAGE_TAG, deep_merge, gpu_utilization_threshold,
                                            shared_values)
 from components.clouds import cluster_class
@@ -97,10 +97,10 @@ def test_eks_values_merge_cloud_and_shared(plans):
     account = values["rbac"]["serviceAccount"]
     assert account["name"] == "cluster-autoscaler"
     assert account["annotations"]["eks.amazonaws.com/role-arn"].endswith(":role/ml-prod-cluster-autoscaler")
-    # EKS ASG names embed the node group name: spot l4-notebooks before on-demand pools, the rest last.
+    # Exact ASG names (the mock names them eks-<resource name>-asg): spot l4-notebooks before on-demand pools.
     assert values["expanderPriorities"] == {
-        "20": [".*l4\\-notebooks.*"],
-        "10": [".*h100\\-train.*", ".*a100\\-infer.*"],
+        "20": ["^eks\\-ml\\-prod\\-l4\\-notebooks\\-nodegroup\\-asg$"],
+        "10": ["^eks\\-ml\\-prod\\-h100\\-train\\-nodegroup\\-asg$", "^eks\\-ml\\-prod\\-a100\\-infer\\-nodegroup\\-asg$"],
         "1": [".*"],
     }
 
@@ -151,10 +151,11 @@ def test_expander_priorities_prefer_reserved_then_spot_then_on_demand(raw):
     ]
     raw["teams"] = [{"name": "research", "quotas": {"h100-od": 8}}]
     config = validate(raw)
-    assert expander_priorities(config.gpu_pools, name_pattern) == {
-        "20": [".*h100\\-spot.*", ".*l4\\-spot.*"], "10": [".*h100\\-od.*"], "1": [".*"]}
+    by_name = lambda pool: pool.name  # noqa: E731
+    assert expander_priorities(config.gpu_pools, by_name) == {
+        "20": ["h100-spot", "l4-spot"], "10": ["h100-od"], "1": [".*"]}
     reserved = dataclasses.replace(config.gpu_pools[0], capacity_type="reserved")
-    assert list(expander_priorities([reserved, *config.gpu_pools[1:]], name_pattern)) == ["30", "20", "1"]
+    assert list(expander_priorities([reserved, *config.gpu_pools[1:]], by_name)) == ["30", "20", "1"]
 
 
 def test_deep_merge_merges_mappings_and_replaces_the_rest():
@@ -179,7 +180,7 @@ def test_threshold_follows_the_densest_pool(raw, sharing, units):
 def test_shared_values_are_plain_and_complete(raw):
     values = shared_values(validate(raw))
     assert set(values) == {"fullnameOverride", "image", "rbac", "priorityClassName", "tolerations", "resources",
-                           "extraArgs", "expanderPriorities"}
+                           "extraArgs"}
     assert not any(isinstance(v, pulumi.Output) for v in values["extraArgs"].values())
 
 

@@ -414,6 +414,12 @@ def test_autoscaler_values_name_region_cluster_and_role():
         "cloudProvider": "aws", "awsRegion": "us-east-1", "autoDiscovery": {"clusterName": "ml-prod"},
         "rbac": {"serviceAccount": {"name": "cluster-autoscaler", "annotations": {
             "eks.amazonaws.com/role-arn": "arn:aws:iam::000000000000:role/ml-prod-cluster-autoscaler"}}},
+        "expanderPriorities": {
+            "20": ["^eks\\-ml\\-prod\\-l4\\-notebooks\\-nodegroup\\-asg$"],
+            "10": ["^eks\\-ml\\-prod\\-h100\\-train\\-nodegroup\\-asg$",
+                   "^eks\\-ml\\-prod\\-a100\\-infer\\-nodegroup\\-asg$"],
+            "1": [".*"],
+        },
     }
 
 

@@ -15,13 +15,8 @@ CAPACITY_PRIORITY = {"reserved": 30, "spot": 20, "on-demand": 10}
 FALLBACK_PRIORITY = 1
 
 
-def name_pattern(pool: GpuPool) -> str:
-    """A node group id pattern for clouds whose group ids embed the pool's name (EKS: eks-<nodegroup>-<uuid>)."""
-    return f".*{re.escape(pool.cloud_name)}.*"
-
-
 def exact_pattern(group_id: pulumi.Input[str]) -> pulumi.Output[str]:
-    """A pattern matching exactly one node group id (OKE: the node pool OCID)."""
+    """A pattern matching exactly one node group id (EKS: the Auto Scaling group name; OKE: the node pool OCID)."""
     return pulumi.Output.from_input(group_id).apply(lambda gid: f"^{re.escape(gid)}$")
 
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.autoscaling.priorities import expander_priorities, name_pattern
 from components.config.capacity import GPU_RESOURCE, mig_strategy, pool_units
 from components.config.model import PlatformConfig
 
@@ -55,7 +54,6 @@ def shared_values(config: PlatformConfig) -> dict[str, Any]:
             # Bare-metal GPU nodes take 15-25 minutes to boot and join; the 15m default gives up on them.
             "max-node-provision-time": "30m",
         },
-        "expanderPriorities": expander_priorities(config.gpu_pools, name_pattern),
     }
 
 
@@ -71,12 +69,6 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def autoscaler_values(config: PlatformConfig, cloud: dict[str, Any]) -> dict[str, Any]:
-    """The chart values: shared GPU-safe defaults with the cloud's part merged over them.
-
-    A cloud that names its node groups exactly (`expanderPriorities`) replaces the name-based patterns whole,
-    so no stale pattern survives the merge.
-    """
-    shared = shared_values(config)
-    if "expanderPriorities" in cloud:
-        del shared["expanderPriorities"]
-    return deep_merge(shared, cloud)
+    """The chart values: shared GPU-safe defaults with the cloud's part (including `expanderPriorities` over its
+    exact node group ids) merged over them."""
+    return deep_merge(shared_values(config), cloud)

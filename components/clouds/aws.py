@@ -10,6 +10,7 @@ import pulumi_aws.eks as eks
 import pulumi_aws.iam as iam
 import pulumi_aws.kms as kms
 
+from components.autoscaling.priorities import exact_pattern, expander_priorities
 from components.clouds import aws_iam, aws_network, aws_nodes
 from components.clouds.base import GpuNodePool, PlatformCluster
 from components.clouds.profiles import profile
@@ -42,6 +43,7 @@ class EksCluster(PlatformCluster):
     def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, {"clusterName": config.cluster.name, "region": config.cluster.region}, opts)
         self.region = config.cluster.region
+        self._gpu_pools = config.gpu_pools
         extras = config.cluster.extras
         # An explicit provider: the cluster lands in cluster.region whatever the stack's aws:region says.
         self._aws = pulumi_aws.Provider(f"{name}-aws", region=self.region, opts=pulumi.ResourceOptions(parent=self))
@@ -82,6 +84,7 @@ class EksCluster(PlatformCluster):
         aws_nodes.system_node_group(name, config, self.eks, node_role.arn, network.private_subnet_ids,
                                     self._opts(depends_on=node_grants))
         self.pools = {}
+        self._asg_names: dict[str, pulumi.Output[str]] = {}
         image_type = extras.get(PROFILE.gpu_image_key, next(iter(PROFILE.gpu_images)))
         blocks = extras.get(PROFILE.reservations_key, {})
         for spec in config.gpu_pools:
@@ -95,6 +98,7 @@ class EksCluster(PlatformCluster):
             pool.finish({"nodeGroupName": group.node_group_name, "autoscalingGroupName": asg_name,
                          "amiType": image_type})
             self.pools[spec.name] = pool
+            self._asg_names[spec.name] = asg_name
 
         config_text = pulumi.Output.all(self.eks.name, self.eks.endpoint, self.eks.certificate_authority.data).apply(
             lambda a: kubeconfig(a[0], a[1], a[2], self.region))
@@ -118,6 +122,9 @@ class EksCluster(PlatformCluster):
         return {
             "cloudProvider": "aws",
             "awsRegion": self.region,
+            # Exact ASG names: a name-embedding regex for `a10` would also match the group of `a10-big`.
+            "expanderPriorities": expander_priorities(self._gpu_pools,
+                                                      lambda pool: exact_pattern(self._asg_names[pool.name])),
             "autoDiscovery": {"clusterName": self.cluster_name},
             "rbac": {"serviceAccount": {
                 "name": aws_iam.AUTOSCALER_SERVICE_ACCOUNT,
