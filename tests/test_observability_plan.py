@@ -244,7 +244,7 @@ def test_every_alert_is_documented_and_routable(plans):
             annotations = rule["annotations"]
             assert set(annotations) == {"summary", "description", "runbook", "runbook_url"}
             assert all(len(text) > 20 for text in annotations.values()), rule["alert"]
-            assert annotations["runbook_url"] == f"README.md#{rule['alert'].lower()}"
+            assert annotations["runbook_url"] == f"docs/observability.md#{rule['alert'].lower()}"
             assert rule["alert"].lower() in headings, f"docs/observability.md has no heading {rule['alert']}"
 
 

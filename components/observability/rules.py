@@ -29,7 +29,7 @@ HOT_GPU_CELSIUS = 85
 # remapping (63, 64), NVLink (74), fallen off the bus (79), high single-bit rate (92), contained/uncontained ECC
 # (94, 95), GSP firmware (119, 120), unrecovered ECC (140).
 HARDWARE_XIDS = (48, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140)
-RUNBOOK = "README.md"  # docs/observability.md is merged into the README; each alert has a heading there
+RUNBOOK = "docs/observability.md"  # each alert has a heading (its runbook) there
 
 # The pod-level series every team, pool and alert rule is built from.
 ALLOCATED = "pod:gpu_platform_allocated_gpus:sum"
