@@ -44,14 +44,8 @@ def run(args) -> int:
     else:
         if args.exemptions:
             raise UsageError("--exemptions is for --plan; a stack's exemptions are its `gpu-platform:policy`")
-        from components.config import load, split_namespace
-        from gpu_platform.engine.plan import read_stack_config, stack_path
-
-        name, path = stack_path(args.stack, args.file)
-        raw, key_problems = split_namespace(read_stack_config(path))
-        config = load(raw, key_problems, str(path))
         plan = plan_stack(args.stack, args.file)
-        report = check(plan, context.for_config(config))
+        report = check(plan, context.for_config(plan.config))
     write_output(render(report, RULES, args.format, args.fail_on), args.out)
     return report.exit_code(args.fail_on)
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 import json
 import runpy
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import yaml
 
-from components.config import ConfigError, Problem, load, read_stack_file, split_namespace
+from components.config import ConfigError, PlatformConfig, Problem, load, read_stack_file, split_namespace
 from gpu_platform.engine.wire import to_plain
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +39,11 @@ class Plan:
     resources: list[PlannedResource]
     outputs: dict[str, Any]
     stack_file: str = ""
-    warnings: list[str] = field(default_factory=list)
+    config: PlatformConfig | None = None  # the validated stack config; None for a plan read from JSON
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.config.warnings if self.config else ()
 
     def to_json(self) -> dict[str, Any]:
         return {"project": self.project, "stack": self.stack,
@@ -96,7 +100,7 @@ def plan_stack(stack: str | None = None, file: str | Path | None = None,
         for r in sorted(registrations, key=_parent_first)
     ]
     return Plan(project=PROJECT, stack=name, resources=resources, outputs=outputs, stack_file=str(path),
-                warnings=list(validated.warnings))
+                config=validated)
 
 
 def _parent_first(registration) -> tuple[int, str]:
