@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STACK ?= aws-prod
 
-.PHONY: plan check test bench clean
+.PHONY: plan test bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ plan: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
+
+bench: $(VENV)/.installed
+	$(BIN)/python bench/run.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
