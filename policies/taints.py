@@ -62,32 +62,6 @@ def kubelet_taints(user_data: str) -> list[Taint] | None:
     return taints
 
 
-def taint_from_map(raw: Any) -> Taint:
-    raw = mapping(raw)
-    effect = str(get(raw, "effect", ""))
-    return Taint(str(get(raw, "key", "")), str(get(raw, "value", "")), _EFFECTS.get(effect, effect))
-
-
-def taint_from_string(text: str) -> Taint | None:
-    match = _TAINT_STRING.match(text.strip())
-    if not match:
-        return None
-    effect = match["effect"]
-    return Taint(match["key"], match["value"] or "", _EFFECTS.get(effect, effect))
-
-
-def kubelet_taints(user_data: str) -> list[Taint] | None:
-    """Taints a node registers with, from `--register-with-taints` in base64 cloud-init; None if not base64 text."""
-    try:
-        script = base64.b64decode(user_data, validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return None
-    taints = []
-    for flag in _REGISTER_WITH_TAINTS.findall(script):
-        taints += [t for t in map(taint_from_string, flag.split(",")) if t is not None]
-    return taints
-
-
 def tolerates(toleration: Mapping, taint: Taint) -> bool:
     """Kubernetes' matching: same key (or an empty key with Exists), same value unless Exists, same effect unless empty."""
     key = str(get(toleration, "key", ""))
