@@ -8,7 +8,7 @@ import sys
 from components.config import ConfigError
 
 # Subcommands in help order; each module has `add_parser(subparsers)` and `run(args) -> int`.
-COMMANDS = ("validate", "catalog", "plan", "check")
+COMMANDS = ("validate", "catalog", "plan", "check", "simulate")
 USAGE_ERROR = 2
 
 

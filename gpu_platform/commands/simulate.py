@@ -1,0 +1,106 @@
+"""`gpu-platform simulate`: replay a GPU job trace against the queues a stack plans, next to a baseline."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpu_platform.cli import UsageError, add_stack_arguments, write_output
+
+BASELINES = ("static", "no-gang", "none")
+TRACE_FORMATS = ("csv", "gavel", "synthetic")
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "simulate", help="what-if: replay a job trace against the stack's planned queues, quotas and gang settings")
+    add_stack_arguments(parser)
+    parser.add_argument("--plan", help="read the plan JSON (`gpu-platform plan --format json`) instead of planning")
+    parser.add_argument("--trace", required=True,
+                        help="CSV file, Gavel .trace file or folder, or synthetic[:jobs=N,interarrival=S,...]")
+    parser.add_argument("--trace-format", choices=TRACE_FORMATS,
+                        help="default: synthetic for synthetic:..., gavel for .trace files and folders, else csv")
+    parser.add_argument("--runtimes", help="Philly runtimes CSV for Gavel traces (default: found next to the trace)")
+    parser.add_argument("--team-map", help="trace team -> stack team: a YAML/JSON/CSV file, or `auto` (round-robin)")
+    parser.add_argument("--baseline", choices=BASELINES, default="static",
+                        help="static: no cohort (no borrowing or reclaim); no-gang: gang scheduling off")
+    parser.add_argument("--nodes", action="append", default=[], metavar="POOL=N",
+                        help="pool size instead of maxNodes (repeatable)")
+    parser.add_argument("--pool", help="pool (or flavor) for jobs whose trace names none")
+    parser.add_argument("--placement", choices=("spread", "binpack"),
+                        help="node choice for pods (default: the scheduler's: kube-scheduler spreads, Volcano with "
+                             "the binpack plugin packs)")
+    parser.add_argument("--cycle", type=float, help="scheduling cycle in seconds (default: calibrated, 0.25)")
+    parser.add_argument("--horizon", type=float, help="stop the simulation at this many seconds")
+    parser.add_argument("--seed", type=int, default=0, help="seed for drawn durations and synthetic traces")
+    parser.add_argument("--format", choices=("table", "json", "html"), default="table")
+    parser.add_argument("--out", help="write to FILE instead of standard output")
+
+
+def _nodes(values: list[str]) -> dict[str, int]:
+    nodes = {}
+    for value in values:
+        pool, sep, count = value.partition("=")
+        if not sep or not count.isdigit():
+            raise UsageError(f"--nodes {value!r}: expected POOL=N with N a whole number")
+        nodes[pool] = int(count)
+    return nodes
+
+
+def _trace_format(args) -> str:
+    if args.trace_format:
+        return args.trace_format
+    if args.trace.startswith("synthetic"):
+        return "synthetic"
+    path = Path(args.trace)
+    return "gavel" if path.is_dir() or path.suffix == ".trace" else "csv"
+
+
+def run(args) -> int:
+    from dataclasses import replace
+
+    from gpu_platform.simulator import KUEUE_CALIBRATED, SimulationError, load_model, simulate
+    from gpu_platform.simulator import traces
+    from gpu_platform.simulator.report import build_report, render_html, render_json, render_table
+
+    try:
+        if args.plan:
+            model = load_model(args.plan)
+        else:
+            from gpu_platform.engine import plan_stack
+
+            model = load_model(plan_stack(args.stack, args.file))
+        model = model.with_nodes(_nodes(args.nodes))
+        if args.placement:
+            model = model.with_placement(args.placement)
+        fmt = _trace_format(args)
+        stack_teams = list(model.teams)
+        if fmt == "synthetic":
+            trace = traces.parse_synthetic(args.trace, stack_teams, args.seed)
+        elif fmt == "gavel":
+            trace = traces.read_gavel(args.trace, args.runtimes, args.seed)
+        else:
+            trace = traces.read_csv(args.trace)
+        mapping = args.team_map if args.team_map in (None, "auto") else traces.read_team_map(args.team_map)
+        trace = traces.map_teams(trace, stack_teams, mapping,
+                                 known=lambda name: (model.team_for(name).name if model.team_for(name) else None))
+        timing = KUEUE_CALIBRATED if args.cycle is None else replace(KUEUE_CALIBRATED, cycle_s=args.cycle)
+        result = simulate(model, trace, timing, args.horizon, args.pool)
+        baseline = None
+        if args.baseline != "none":
+            variant = model.static() if args.baseline == "static" else model.without_gang()
+            baseline = simulate(variant, trace, timing, args.horizon, args.pool)
+    except SimulationError as exc:
+        raise UsageError(str(exc)) from None
+    meta = {"stack": model.source, "trace_name": args.trace if fmt != "synthetic" else args.trace,
+            "trace_format": fmt, "scheduler": model.scheduler, "cycle_s": timing.cycle_s,
+            "baseline": None if args.baseline == "none" else args.baseline, "seed": args.seed,
+            "placement": model.placement, "gang": model.gang.enabled, "fair_sharing": model.fair_sharing,
+            "nodes": {name: pool.nodes for name, pool in model.pools.items()}, "warnings": list(model.warnings)}
+    report = build_report(result, baseline, meta)
+    if args.format == "json":
+        text = render_json(report)
+    elif args.format == "html":
+        text = render_html(report, result, baseline)
+    else:
+        text = render_table(report)
+    write_output(text, args.out)
+    return 0

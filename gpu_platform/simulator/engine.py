@@ -1,0 +1,557 @@
+"""Discrete-event simulation: arrivals, scheduling cycles, pod packing on nodes, completions and evictions.
+
+Events sit in one heap; nothing loops over all jobs per tick. A scheduler (Kueue or Volcano semantics) decides
+admission once per cycle; this module owns what happens after: pods are bound to real nodes of the flavor's
+pool (so a gang needs room on whole nodes and fragmentation shows), a job runs once all its pods are bound,
+and GPUs are accounted per team for the report.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from array import array
+from bisect import insort
+from dataclasses import dataclass, field
+
+from gpu_platform.simulator.errors import SimulationError
+from gpu_platform.simulator.model import ANY_FLAVOR, GPU, Model
+
+QUEUED, BACKOFF, ADMITTED, RUNNING, DONE, INACTIVE, EVICTING = range(7)
+STATE_NAMES = ("queued", "backoff", "admitted", "running", "done", "inactive", "evicting")
+# Event kinds, in the order they are handled when they fall on the same instant.
+FINISH, EVICTED, TIMEOUT, REQUEUE, ARRIVAL, CYCLE = range(6)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The cycle model: how often the scheduler runs, and how late a job's end is noticed.
+
+    `cycle_s` is Kueue's scheduling cycle (one head per ClusterQueue per cycle) or Volcano's schedulePeriod.
+    `finish_latency_s` is the delay between a job's work ending and the scheduler seeing it finished (job
+    controller and API round trips): until then the workload stays admitted, holding its quota and its pods, and
+    may still be preempted. It matters for second-long jobs only. `evict_latency_s` is how long an evicted job
+    keeps its pods and quota (the pods' termination grace period, 30 s by default in Kubernetes) before it is
+    requeued. The first two are calibrated on Kueue's performance test (docs/simulator.md).
+    """
+
+    cycle_s: float = 1.0
+    finish_latency_s: float = 0.0
+    evict_latency_s: float = 30.0
+
+
+class Job:
+    """One workload during a simulation."""
+
+    __slots__ = ("seq", "id", "team", "queue", "submit", "duration", "units", "resource", "pools", "priority",
+                 "label", "state", "ts", "flavor", "group", "admit_t", "first_start", "start_t", "finish_t",
+                 "evictions", "timeouts", "run", "bound", "waiting", "cand_groups", "bucket", "evict_reason",
+                 "evict_from")
+
+    def __init__(self, seq: int, id: str, team: int, queue: str, submit: float, duration: float, units: int,
+                 resource: str, pools: tuple[str, ...] | None, priority: int, label: str = ""):
+        self.seq, self.id, self.team, self.queue = seq, id, team, queue
+        self.submit, self.duration, self.units, self.resource = submit, duration, units, resource
+        self.pools, self.priority, self.label = pools, priority, label
+        self.state = QUEUED
+        self.ts = submit  # queue order timestamp: creation, or the last PodsReady eviction
+        self.flavor: str | None = None
+        self.group: NodeGroup | None = None
+        self.admit_t = self.first_start = self.start_t = self.finish_t = None
+        self.evictions = self.timeouts = self.run = self.waiting = 0
+        self.bound: list[tuple[int, int]] = []
+        self.cand_groups: tuple = ()
+        self.bucket = None
+        self.evict_reason = ""
+        self.evict_from = QUEUED  # the state an eviction started from
+
+
+def pods_for(units: int, per_node: int) -> list[int]:
+    """Split a job into equal pods that each fit one node: the fewest pods whose size divides the job."""
+    if units <= per_node:
+        return [units]
+    count = -(-units // per_node)
+    while units % count:
+        count += 1
+    return [units // count] * count
+
+
+class NodeGroup:
+    """The nodes of one pool, counted in one advertised resource, with the pods waiting for room on them."""
+
+    __slots__ = ("pool", "resource", "cap", "nodes", "eq", "free", "by_free", "free_total", "pending",
+                 "pending_sizes", "binpack", "demand", "contrib", "peak_used")
+
+    def __init__(self, pool: str, resource: str, cap: int, nodes: int, eq: float, binpack: bool):
+        self.pool, self.resource, self.cap, self.nodes, self.eq, self.binpack = pool, resource, cap, nodes, eq, binpack
+        self.free = [cap] * nodes
+        self.by_free: list[set[int]] = [set() for _ in range(cap + 1)]
+        self.by_free[cap].update(range(nodes))
+        self.free_total = cap * nodes
+        self.pending: list[tuple] = []  # (-priority, created, pod index, job seq, size, job): kube-scheduler order
+        self.pending_sizes: dict[int, int] = {}
+        self.demand = 0  # units wanted by jobs not running that could use this group
+        self.contrib = 0.0
+        self.peak_used = 0
+
+    @property
+    def capacity(self) -> int:
+        return self.cap * self.nodes
+
+    def find(self, size: int) -> int:
+        """A node with room for `size`: the fullest that fits (binpack) or the emptiest (spread); -1 if none."""
+        by_free = self.by_free
+        if self.binpack:
+            for k in range(size, self.cap + 1):
+                if by_free[k]:
+                    return min(by_free[k])
+        else:
+            for k in range(self.cap, size - 1, -1):
+                if by_free[k]:
+                    return min(by_free[k])
+        return -1
+
+    def max_free(self) -> int:
+        for k in range(self.cap, 0, -1):
+            if self.by_free[k]:
+                return k
+        return 0
+
+    def take(self, node: int, size: int) -> None:
+        before = self.free[node]
+        if size > before:
+            raise AssertionError(f"{self.pool}: node {node} over capacity")
+        self.by_free[before].discard(node)
+        self.by_free[before - size].add(node)
+        self.free[node] = before - size
+        self.free_total -= size
+        used = self.capacity - self.free_total
+        if used > self.peak_used:
+            self.peak_used = used
+
+    def give(self, node: int, size: int) -> None:
+        before = self.free[node]
+        self.by_free[before].discard(node)
+        self.by_free[before + size].add(node)
+        self.free[node] = before + size
+        self.free_total += size
+
+    def fits_all(self, units: int) -> bool:
+        """Whether every pod of a job can be bound at once (gang); pods are equal, so any order gives the same."""
+        sizes = pods_for(units, self.cap)
+        size = sizes[0]
+        room = 0
+        for k in range(size, self.cap + 1):
+            room += len(self.by_free[k]) * (k // size)
+            if room >= len(sizes):
+                return True
+        return False
+
+
+@dataclass
+class Preemption:
+    """One eviction of a started or starting job."""
+
+    time: float
+    job: str
+    team: str
+    reason: str  # InClusterQueue, InCohortReclamation, InCohortFairSharing, PodsReadyTimeout, VolcanoPreempt, ...
+    lost_gpu_s: float  # GPU time thrown away (running time since start, or time pods sat bound without starting)
+
+
+@dataclass
+class SimResult:
+    """Everything the report needs, and the invariants tests check."""
+
+    model: Model
+    timing: Timing
+    jobs: list[Job]
+    teams: list[str]
+    end: float
+    capacity_gpus: float
+    team_nominal_gpus: list[float]
+    alloc_area: list[float]  # GPU-seconds bound to pods, per team
+    usage_area: list[float]  # GPU-seconds of admitted quota, per team
+    series_t: array
+    series_team: array
+    series_value: array
+    idle_pending_gpu_s: float
+    preemptions: list[Preemption]
+    group_peaks: dict[str, tuple[int, int]]  # "pool/resource" -> (peak units bound, capacity)
+    stalled: int  # admitted jobs whose pods never all started and that nothing will ever evict
+    cycles: int
+    checks: dict[str, int] = field(default_factory=dict)
+
+
+class Simulation:
+    """Run jobs through a model; `check=True` verifies capacity and quota invariants after every event."""
+
+    def __init__(self, model: Model, jobs: list[Job], timing: Timing = Timing(), horizon: float | None = None,
+                 check: bool = False):
+        if timing.cycle_s <= 0:
+            raise SimulationError("the cycle length must be > 0 seconds")
+        self.model, self.jobs, self.timing, self.horizon, self.check = model, jobs, timing, horizon, check
+        self.teams = list(model.teams)
+        binpack = model.placement == "binpack"
+        self.groups: dict[tuple[str, str], NodeGroup] = {}
+        for pool in model.pools.values():
+            for resource, per_node in pool.per_node.items():
+                self.groups[(pool.name, resource)] = NodeGroup(pool.name, resource, per_node, pool.nodes,
+                                                               pool.gpu_equivalent(resource), binpack)
+        self.events: list[tuple] = []
+        self.counter = 0
+        self.now = 0.0
+        self.cycle_at: float | None = None
+        self.last_cycle = -math.inf
+        self.cycles = 0
+        n = len(self.teams)
+        self.alloc = [0.0] * n
+        self.alloc_since = [0.0] * n
+        self.alloc_area = [0.0] * n
+        self.usage = [0.0] * n
+        self.usage_since = [0.0] * n
+        self.usage_area = [0.0] * n
+        self.series_t, self.series_team, self.series_value = array("d"), array("i"), array("d")
+        self.idle_rate = 0.0
+        self.idle_since = 0.0
+        self.idle_area = 0.0
+        self.preemptions: list[Preemption] = []
+        self.checks = {"events": 0}
+        if model.scheduler == "volcano":
+            from gpu_platform.simulator.volcano import VolcanoScheduler
+            self.scheduler = VolcanoScheduler(self)
+        else:
+            from gpu_platform.simulator.kueue import KueueScheduler
+            self.scheduler = KueueScheduler(self)
+
+    # ---- the loop ---------------------------------------------------------------------------------------------
+    def push(self, t: float, kind: int, job: Job | None = None, run: int = 0) -> None:
+        self.counter += 1
+        heapq.heappush(self.events, (t, kind, self.counter, job, run))
+
+    def run(self) -> SimResult:
+        for job in self.jobs:
+            self.push(job.submit, ARRIVAL, job)
+        events = self.events
+        scheduler = self.scheduler
+        horizon = self.horizon
+        while events:
+            t, kind, _, job, run = heapq.heappop(events)
+            if horizon is not None and t > horizon:
+                self.now = horizon
+                break
+            self.now = t
+            if kind == CYCLE:
+                self.cycle_at = None
+                self.last_cycle = t
+                self.cycles += 1
+                scheduler.cycle(t)
+            elif kind == FINISH:
+                if job.run == run and job.state in (RUNNING, EVICTING):
+                    self._finish(job, t)
+            elif kind == EVICTED:
+                if job.run == run and job.state == EVICTING:
+                    self._evicted(job, t)
+            elif kind == ARRIVAL:
+                self._enqueue(job, t)
+            elif kind == TIMEOUT:
+                if job.run == run and job.state == ADMITTED:
+                    self.evict(job, "PodsReadyTimeout", t)
+            elif kind == REQUEUE:
+                if job.run == run and job.state == BACKOFF:
+                    self._demand(job, -1)
+                    job.state = QUEUED
+                    self._enqueue(job, t)
+            if self.cycle_at is None and scheduler.wants_cycle():
+                c = self.timing.cycle_s
+                self.cycle_at = max(math.ceil(t / c - 1e-9) * c, self.last_cycle + c)
+                self.push(self.cycle_at, CYCLE)
+            if self.check:
+                self._check()
+        end = self.now if horizon is None else max(self.now, horizon)
+        return self._result(end)
+
+    # ---- job lifecycle ----------------------------------------------------------------------------------------
+    def _enqueue(self, job: Job, t: float) -> None:
+        job.state = QUEUED
+        self.scheduler.submit(job, t)
+        self._demand(job, +1)
+
+    def admit(self, job: Job, flavor: str, group: NodeGroup | None, t: float) -> None:
+        """Reserve quota and create the pods; called by the scheduler.
+
+        `group` is where the pods go (None: a flavor without nodes, so the job starts at once). Pods are bound
+        in kube-scheduler order as room appears (a gang scheduler checks `fits_all` first).
+        """
+        self._demand(job, -1)
+        job.state = ADMITTED
+        job.flavor = flavor
+        job.admit_t = t
+        job.group = group
+        self._usage(job, +1, t)
+        if group is None:
+            self._start(job, t)
+            return
+        pods = pods_for(job.units, group.cap)
+        job.waiting = len(pods)
+        for index, size in enumerate(pods):
+            insort(group.pending, (-job.priority, t, index, job.seq, size, job))
+            group.pending_sizes[size] = group.pending_sizes.get(size, 0) + 1
+        self._demand(job, +1)
+        self._place(group, t)
+        if job.state == ADMITTED and self.model.scheduler == "kueue" and self.model.gang.enabled:
+            self.push(t + self.model.gang.timeout_s, TIMEOUT, job, job.run)
+
+    def _place(self, group: NodeGroup, t: float) -> None:
+        """Bind waiting pods in queue order wherever they fit (unschedulable pods are skipped, as kube-scheduler
+        does); jobs whose last pod is bound start."""
+        pending = group.pending
+        if not pending:
+            return
+        started = []
+        i = 0
+        smallest = min(group.pending_sizes)
+        while i < len(pending):
+            if group.max_free() < smallest:
+                break
+            entry = pending[i]
+            size, job = entry[4], entry[5]
+            node = group.find(size)
+            if node < 0:
+                i += 1
+                continue
+            del pending[i]
+            self._unpend(group, size)
+            self._bind(job, group, node, size, t)
+            job.waiting -= 1
+            if job.waiting == 0:
+                started.append(job)
+            if pending:
+                smallest = min(group.pending_sizes)
+        for job in started:
+            self._start(job, t)
+
+    def _unpend(self, group: NodeGroup, size: int) -> None:
+        left = group.pending_sizes[size] - 1
+        if left:
+            group.pending_sizes[size] = left
+        else:
+            del group.pending_sizes[size]
+
+    def _bind(self, job: Job, group: NodeGroup, node: int, size: int, t: float) -> None:
+        group.take(node, size)
+        self._refresh(group, t, demand=-size)
+        job.bound.append((node, size))
+        self._alloc(job.team, size * group.eq, t)
+
+    def _start(self, job: Job, t: float) -> None:
+        self._demand(job, -1)
+        job.state = RUNNING
+        job.waiting = 0
+        job.start_t = t
+        if job.first_start is None:
+            job.first_start = t
+        self.push(t + job.duration + self.timing.finish_latency_s, FINISH, job, job.run)
+        self.scheduler.started(job, t)
+
+    def _unbind(self, job: Job, t: float) -> None:
+        group = job.group
+        if group is None:
+            return
+        for node, size in job.bound:
+            group.give(node, size)
+            self._alloc(job.team, -size * group.eq, t)
+        if job.bound:
+            self._refresh(group, t)
+        job.bound = []
+        if job.waiting:
+            kept = [e for e in group.pending if e[5] is not job]
+            for entry in group.pending:
+                if entry[5] is job:
+                    self._unpend(group, entry[4])
+            group.pending[:] = kept
+
+    def _finish(self, job: Job, t: float) -> None:
+        self._unbind(job, t)
+        job.state = DONE
+        job.finish_t = t
+        self.scheduler.release(job, t)
+        self._usage(job, -1, t)
+        if job.group is not None:
+            self._place(job.group, t)
+
+    def evict(self, job: Job, reason: str, t: float) -> None:
+        """Preempt or time out a job: its pods terminate (keeping GPUs and quota for `evict_latency_s`), then it
+        is requeued (after a backoff on PodsReady timeouts)."""
+        if job.state == EVICTING:
+            return
+        job.evict_reason = reason
+        job.evict_from = job.state
+        group = job.group
+        if job.waiting and group is not None:  # pods not yet bound are never created
+            self._demand(job, -1)
+            for entry in group.pending:
+                if entry[5] is job:
+                    self._unpend(group, entry[4])
+            group.pending[:] = [e for e in group.pending if e[5] is not job]
+            job.waiting = 0
+        job.state = EVICTING
+        if self.timing.evict_latency_s > 0:
+            self.push(t + self.timing.evict_latency_s, EVICTED, job, job.run)
+        else:
+            self._evicted(job, t)
+
+    def _evicted(self, job: Job, t: float) -> None:
+        group = job.group
+        scale = group.eq if group else 1.0
+        if job.evict_from == RUNNING:
+            lost = (t - job.start_t) * job.units * scale
+        else:
+            lost = (t - job.admit_t) * sum(size for _, size in job.bound) * scale
+        reason = job.evict_reason
+        self.preemptions.append(Preemption(t, job.id, self.teams[job.team], reason, lost))
+        self._unbind(job, t)
+        job.run += 1
+        job.evictions += 1
+        self.scheduler.release(job, t, evicted=True, was_admitted=job.evict_from == ADMITTED)
+        self._usage(job, -1, t)
+        if reason == "PodsReadyTimeout":
+            gang = self.model.gang
+            job.timeouts += 1
+            if gang.requeue_timestamp == "Eviction":
+                job.ts = t
+            if gang.backoff_limit is not None and job.timeouts > gang.backoff_limit:
+                job.state = INACTIVE
+            else:
+                job.state = BACKOFF
+                self._demand(job, +1)
+                delay = min(gang.backoff_base_s * 2 ** (job.timeouts - 1), gang.backoff_max_s)
+                self.push(t + delay, REQUEUE, job, job.run)
+        else:
+            self._enqueue(job, t)
+        if group is not None:
+            self._place(group, t)
+
+    # ---- accounting -------------------------------------------------------------------------------------------
+    def _alloc(self, team: int, delta: float, t: float) -> None:
+        self.alloc_area[team] += self.alloc[team] * (t - self.alloc_since[team])
+        self.alloc_since[team] = t
+        self.alloc[team] += delta
+        self.series_t.append(t)
+        self.series_team.append(team)
+        self.series_value.append(self.alloc[team])
+
+    def _usage(self, job: Job, sign: int, t: float) -> None:
+        team = job.team
+        self.usage_area[team] += self.usage[team] * (t - self.usage_since[team])
+        self.usage_since[team] = t
+        group = self.groups.get((self.flavor_pool(job.flavor), job.resource))
+        self.usage[team] += sign * job.units * (group.eq if group else 1.0)
+
+    def flavor_pool(self, flavor: str | None) -> str | None:
+        if flavor is None or flavor == ANY_FLAVOR:
+            return None
+        f = self.model.flavors.get(flavor)
+        return f.pool if f else None
+
+    def _demand(self, job: Job, sign: int) -> None:
+        """Add or remove what a waiting job could use: every candidate group while queued, its own group's
+        unbound pods once admitted."""
+        if job.state in (QUEUED, BACKOFF):
+            for group in job.cand_groups:
+                self._refresh(group, self.now, demand=sign * job.units)
+        elif job.state == ADMITTED and job.group is not None and job.waiting:
+            size = pods_for(job.units, job.group.cap)[0]
+            self._refresh(job.group, self.now, demand=sign * size * job.waiting)
+
+    def _refresh(self, group: NodeGroup, t: float, demand: int = 0) -> None:
+        """Keep the integral over time of min(idle units, waiting demand), per group, in GPUs."""
+        self.idle_area += self.idle_rate * (t - self.idle_since)
+        self.idle_since = t
+        group.demand += demand
+        new = min(group.free_total, group.demand) * group.eq
+        self.idle_rate += new - group.contrib
+        group.contrib = new
+
+    def candidate_groups(self, queue, resource: str, pools: tuple[str, ...] | None) -> tuple:
+        """Node groups a waiting job could run on: pools its queue has quota for, filtered by the job's pools."""
+        out = []
+        for (pool, res), group in self.groups.items():
+            if res != resource or (pools is not None and pool not in pools):
+                continue
+            if self.model.scheduler == "kueue" and not any(
+                    self.flavor_pool(f) == pool for (f, r) in queue.quotas if r == resource):
+                continue
+            out.append(group)
+        return tuple(out)
+
+    def _check(self) -> None:
+        self.checks["events"] += 1
+        for group in self.groups.values():
+            if not 0 <= group.free_total <= group.capacity or any(f < 0 or f > group.cap for f in group.free):
+                raise AssertionError(f"{group.pool}/{group.resource}: bound beyond capacity")
+        self.scheduler.check()
+
+    def _result(self, end: float) -> SimResult:
+        for team in range(len(self.teams)):
+            self.alloc_area[team] += self.alloc[team] * (end - self.alloc_since[team])
+            self.usage_area[team] += self.usage[team] * (end - self.usage_since[team])
+        self.idle_area += self.idle_rate * (end - self.idle_since)
+        stalled = sum(1 for j in self.jobs if j.state == ADMITTED) if not self.events else 0
+        model = self.model
+        nominal = []
+        for name in self.teams:
+            queue = model.queues[model.teams[name].queue]
+            total = 0.0
+            for (flavor, resource), quota in queue.quotas.items():
+                group = self.groups.get((self.flavor_pool(flavor), resource))
+                total += quota.nominal * (group.eq if group else 1.0)
+            nominal.append(total)
+        capacity = sum(g.capacity * g.eq for g in self.groups.values()) or sum(nominal)
+        return SimResult(
+            model=model, timing=self.timing, jobs=self.jobs, teams=self.teams, end=end, capacity_gpus=capacity,
+            team_nominal_gpus=nominal, alloc_area=self.alloc_area, usage_area=self.usage_area,
+            series_t=self.series_t, series_team=self.series_team, series_value=self.series_value,
+            idle_pending_gpu_s=self.idle_area, preemptions=self.preemptions,
+            group_peaks={f"{g.pool}/{g.resource}": (g.peak_used, g.capacity) for g in self.groups.values()},
+            stalled=stalled, cycles=self.cycles, checks=self.checks)
+
+
+def build_jobs(model: Model, trace, default_pool: str | None = None) -> list[Job]:
+    """Trace jobs (already mapped to stack teams) as simulation jobs, sorted by submit time."""
+    teams = list(model.teams)
+    index = {name: i for i, name in enumerate(teams)}
+    jobs = []
+    for seq, tj in enumerate(sorted(trace, key=lambda j: (j.submit_s, j.job_id))):
+        team = model.team_for(tj.team)
+        if team is None:
+            raise SimulationError(f"job {tj.job_id}: team {tj.team!r} is not a stack team ({', '.join(teams)})")
+        queue = model.queues[team.queue]
+        pool = tj.pool or default_pool
+        resource = tj.resource
+        pools = None
+        if pool:
+            names = {f for (f, _) in queue.quotas} | set(model.pools)
+            if pool not in names:
+                raise SimulationError(f"job {tj.job_id}: pool {pool!r} is not a pool or flavor of queue "
+                                      f"{queue.name} ({', '.join(sorted(names)) or 'none'})")
+            flavor_pool = model.flavors[pool].pool if pool in model.flavors else pool
+            pools = (flavor_pool or pool,)
+            if resource is None and flavor_pool in model.pools:
+                advertised = model.pools[flavor_pool].per_node
+                resource = GPU if GPU in advertised else next(iter(advertised))
+        if resource is None:
+            resource = _default_resource(queue)
+        try:
+            priority = model.resolve_priority(tj.priority, team.priority)
+        except SimulationError as exc:
+            raise SimulationError(f"job {tj.job_id}: {exc}") from None
+        jobs.append(Job(seq, tj.job_id, index[team.name], queue.name, tj.submit_s, tj.duration_s, tj.units,
+                        resource, pools, priority, tj.label))
+    return jobs
+
+
+def _default_resource(queue) -> str:
+    resources = [r for (_, r) in queue.quotas]
+    if GPU in resources or not resources:
+        return GPU
+    return resources[0]

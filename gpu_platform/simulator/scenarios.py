@@ -1,0 +1,109 @@
+"""Built-in scenarios: Kueue's own scheduler performance test (fidelity) and the speed benchmark."""
+from __future__ import annotations
+
+import random
+import resource
+import time
+from typing import Any
+
+from gpu_platform.simulator.engine import SimResult, Simulation, Timing, build_jobs
+from gpu_platform.simulator.model import Flavor, Gang, Model, Pool, Queue, Quota, Team
+from gpu_platform.simulator.traces import TraceJob, synthetic
+
+# kubernetes-sigs/kueue test/performance/scheduler/configs/baseline: generator.yaml and the averages of five
+# real runs recorded in rangespec.yaml (ClusterQueue usage in %, time to admission in seconds).
+KUEUE_BASELINE_MEASURED = {"usage_percent": 58.7, "large_s": 6.666, "medium_s": 76.768, "small_s": 215.468}
+KUEUE_BASELINE_CLASSES = (  # class, count, creation interval s, runtime s, priority, request
+    ("small", 350, 0.1, 0.2, 50, 1),
+    ("medium", 100, 0.5, 0.5, 100, 5),
+    ("large", 50, 1.2, 1.0, 200, 20),
+)
+# The cycle model calibrated once on that scenario (docs/simulator.md explains how).
+KUEUE_CALIBRATED = Timing(cycle_s=0.25, finish_latency_s=0.5, evict_latency_s=0.5)
+
+
+def kueue_baseline_model(cohorts: int = 5, queues_per_cohort: int = 6) -> Model:
+    """5 cohorts x 6 ClusterQueues: nominal 20, borrowingLimit 100, reclaimWithinCohort Any,
+    withinClusterQueue LowerPriority, one flavor without nodes (the test runs no pods)."""
+    queues = {}
+    for c in range(cohorts):
+        for i in range(queues_per_cohort):
+            name = f"cq-{i}-cohort-{c}"
+            queues[name] = Queue(name=name, cohort=f"cohort-{c}", quotas={("rf", "cpu"): Quota(20, 100)},
+                                 within_cluster_queue="LowerPriority", reclaim_within_cohort="Any")
+    return Model(scheduler="kueue", pools={}, flavors={"rf": Flavor("rf", None)}, queues=queues,
+                 teams={n: Team(n, n) for n in queues}, source="kueue performance baseline")
+
+
+def kueue_baseline_trace(model: Model) -> list[TraceJob]:
+    """Each queue's three workload sets start together; each creates one workload per interval."""
+    jobs = []
+    for name in model.queues:
+        for label, count, interval, runtime, priority, request in KUEUE_BASELINE_CLASSES:
+            for k in range(count):
+                jobs.append(TraceJob(job_id=f"{name}-{label}-{k}", team=name, submit_s=round((k + 1) * interval, 3),
+                                     duration_s=runtime, units=request, resource="cpu", priority=priority,
+                                     label=label))
+    return jobs
+
+
+def kueue_baseline(timing: Timing = KUEUE_CALIBRATED, check: bool = False) -> dict[str, Any]:
+    """Run the scenario; usage and time to (last) admission computed the way Kueue's recorder does."""
+    model = kueue_baseline_model()
+    jobs = build_jobs(model, kueue_baseline_trace(model))
+    result = Simulation(model, jobs, timing, check=check).run()
+    nominal = sum(result.team_nominal_gpus)
+    out: dict[str, Any] = {"usage_percent": 100 * sum(result.usage_area) / (nominal * result.end),
+                           "wall_s": result.end, "evictions": len(result.preemptions), "result": result}
+    for label, *_ in KUEUE_BASELINE_CLASSES:
+        waits = [j.admit_t - j.submit for j in jobs if j.label == label]
+        out[f"{label}_s"] = sum(waits) / len(waits)
+    return out
+
+
+def bench_model(gpus: int = 1000, queues: int = 30, cohorts: int = 5, gpus_per_node: int = 8) -> Model:
+    """One GPU pool of `gpus`, `queues` team queues spread over `cohorts`, nominal quotas summing to the pool."""
+    nodes = gpus // gpus_per_node
+    capacity = nodes * gpus_per_node
+    pool = Pool("gpu", nodes, {"nvidia.com/gpu": gpus_per_node}, gpus_per_node)
+    qs = {}
+    for i in range(queues):
+        name = f"team-{i:02d}"
+        nominal = capacity // queues + (1 if i < capacity % queues else 0)
+        qs[name] = Queue(name=name, cohort=f"cohort-{i % cohorts}",
+                         quotas={("gpu", "nvidia.com/gpu"): Quota(nominal, nominal * 2)},
+                         within_cluster_queue="LowerPriority", reclaim_within_cohort="Any")
+    return Model(scheduler="kueue", pools={"gpu": pool}, flavors={"gpu": Flavor("gpu", "gpu")}, queues=qs,
+                 teams={n: Team(n, n) for n in qs}, priorities={"low": 100, "normal": 1000, "high": 10000},
+                 gang=Gang(enabled=True, timeout_s=600), source="benchmark")
+
+
+def bench_trace(model: Model, n_jobs: int, load: float = 0.9, seed: int = 0) -> list[TraceJob]:
+    """Synthetic jobs sized so the offered load is `load` of the pool; priorities mixed low/normal/high."""
+    gangs = {1: 0.55, 2: 0.1, 4: 0.15, 8: 0.15, 16: 0.05}
+    median, sigma = 1800.0, 1.5
+    mean_units = sum(k * w for k, w in gangs.items())
+    mean_duration = median * 2.718281828 ** (sigma * sigma / 2)
+    interarrival = mean_units * mean_duration / (load * model.capacity_gpus())
+    jobs = synthetic(list(model.teams), jobs=n_jobs, seed=seed, interarrival=interarrival, gangs=gangs,
+                     median=median, sigma=sigma)
+    rng = random.Random(seed + 1)
+    return [TraceJob(j.job_id, j.team, j.submit_s, j.duration_s, j.units,
+                     priority=rng.choices(("low", "normal", "high"), (0.3, 0.6, 0.1))[0]) for j in jobs]
+
+
+def bench_scenario(n_jobs: int = 100_000, gpus: int = 1000, queues: int = 30, cohorts: int = 5,
+                   seed: int = 0, timing: Timing = Timing()) -> dict[str, Any]:
+    """The speed benchmark: wall time, peak memory and headline numbers of one run."""
+    model = bench_model(gpus, queues, cohorts)
+    trace = bench_trace(model, n_jobs, seed=seed)
+    start = time.perf_counter()
+    jobs = build_jobs(model, trace)
+    result: SimResult = Simulation(model, jobs, timing).run()
+    wall = time.perf_counter() - start
+    done = sum(1 for j in jobs if j.finish_t is not None)
+    return {"jobs": n_jobs, "gpus": result.capacity_gpus, "queues": queues, "cohorts": cohorts,
+            "wall_s": round(wall, 2), "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "simulated_days": round(result.end / 86400, 1), "completed": done, "cycles": result.cycles,
+            "preemptions": len(result.preemptions),
+            "allocated_share": round(sum(result.alloc_area) / (result.capacity_gpus * result.end), 3)}

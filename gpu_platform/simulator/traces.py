@@ -1,0 +1,318 @@
+"""Workloads to replay: the documented CSV format, Gavel's Philly-derived traces, and a synthetic generator.
+
+CSV (one job per line, `#` comments and blank lines ignored, optional header naming the columns):
+
+    job_id,team,submit_s,duration_s,gpus[,pool][,priority]
+
+`gpus` counts units of the resource the job asks for: whole GPUs, or MIG slices / shared replicas on pools that
+advertise those. `pool` (optional) is a pool or flavor name, optionally with a resource (`a100-infer/mig-1g.10gb`
+or just `nvidia.com/mig-1g.10gb`). `priority` (optional) is an integer, a priority class name (`gpu-high`) or a
+level (`high`); empty means the team's own priority.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import random
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from gpu_platform.simulator.errors import SimulationError
+
+CSV_COLUMNS = ("job_id", "team", "submit_s", "duration_s", "gpus", "pool", "priority")
+REQUIRED = CSV_COLUMNS[:5]
+MIN_RUNTIME_S = 1.0  # Philly lists 0-second runtimes (failed starts); a job holds its GPUs at least this long
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """One job as the trace gives it; `team` and `priority` are resolved against the model later."""
+
+    job_id: str
+    team: str
+    submit_s: float
+    duration_s: float
+    units: int
+    pool: str | None = None
+    resource: str | None = None
+    priority: str | int | None = None
+    label: str = ""  # a class name for grouping (e.g. small/medium/large)
+
+
+# ---- CSV ------------------------------------------------------------------------------------------------------
+
+def read_csv(path: str | Path) -> list[TraceJob]:
+    """The documented CSV format; any problem raises SimulationError naming file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SimulationError(f"cannot read trace {path}: {exc.strerror}") from None
+    return parse_csv(text.splitlines(), str(path))
+
+
+def parse_csv(lines: Iterable[str], name: str = "trace") -> list[TraceJob]:
+    jobs: list[TraceJob] = []
+    seen: dict[str, int] = {}
+    columns: tuple[str, ...] | None = None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        cells = [c.strip() for c in next(csv.reader([line]))]
+        where = f"{name}:{lineno}"
+        if columns is None:
+            if cells[0] == "job_id":
+                unknown = [c for c in cells if c not in CSV_COLUMNS]
+                missing = [c for c in REQUIRED if c not in cells]
+                if unknown or missing:
+                    raise SimulationError(f"{where}: header must name columns {','.join(CSV_COLUMNS)} "
+                                          f"(first five required); "
+                                          + ("unknown: " + ", ".join(unknown) if unknown else
+                                             "missing: " + ", ".join(missing)))
+                columns = tuple(cells)
+                continue
+            columns = CSV_COLUMNS
+        if len(cells) < len(REQUIRED) or len(cells) > len(columns):
+            raise SimulationError(f"{where}: expected {len(REQUIRED)} to {len(columns)} comma-separated fields "
+                                  f"({','.join(columns)}), got {len(cells)}")
+        row = dict(zip(columns, cells))
+        job = _row_job(row, where)
+        if job.job_id in seen:
+            raise SimulationError(f"{where}: job_id {job.job_id!r} repeats line {seen[job.job_id]}")
+        seen[job.job_id] = lineno
+        jobs.append(job)
+    if not jobs:
+        raise SimulationError(f"{name}: no jobs in trace")
+    return jobs
+
+
+def _number(row: dict[str, str], key: str, where: str, minimum: float) -> float:
+    value = row.get(key, "")
+    try:
+        number = float(value)
+    except ValueError:
+        raise SimulationError(f"{where}: {key} must be a number, got {value!r}") from None
+    if not math.isfinite(number) or number < minimum:
+        raise SimulationError(f"{where}: {key} must be >= {minimum:g}, got {value!r}")
+    return number
+
+
+def _row_job(row: dict[str, str], where: str) -> TraceJob:
+    if not row["job_id"]:
+        raise SimulationError(f"{where}: job_id is empty")
+    if not row["team"]:
+        raise SimulationError(f"{where}: team is empty")
+    gpus = row["gpus"]
+    if not gpus.isdigit() or int(gpus) < 1:
+        raise SimulationError(f"{where}: gpus must be a whole number >= 1, got {gpus!r}")
+    pool, resource = split_pool(row.get("pool") or "")
+    return TraceJob(job_id=row["job_id"], team=row["team"], submit_s=_number(row, "submit_s", where, 0),
+                    duration_s=_number(row, "duration_s", where, 0), units=int(gpus), pool=pool, resource=resource,
+                    priority=row.get("priority") or None)
+
+
+def split_pool(text: str) -> tuple[str | None, str | None]:
+    """`pool`, `pool/resource` or a resource name (containing a dot and a slash, e.g. nvidia.com/mig-1g.10gb)."""
+    text = text.strip()
+    if not text:
+        return None, None
+    if text.startswith("nvidia.com/"):
+        return None, text
+    pool, _, resource = text.partition("/")
+    if resource and not resource.startswith("nvidia.com/"):
+        resource = f"nvidia.com/{resource}"
+    return pool, resource or None
+
+
+# ---- Gavel (Philly-derived) ----------------------------------------------------------------------------------
+
+def read_runtimes(path: str | Path) -> list[float]:
+    """Philly job runtimes in seconds (one column `runtime`), floored at MIN_RUNTIME_S."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise SimulationError(f"cannot read runtimes {path}: {exc.strerror}") from None
+    runtimes = []
+    for lineno, line in enumerate(lines, 1):
+        cell = line.strip()
+        if not cell or cell == "runtime":
+            continue
+        try:
+            value = float(cell)
+        except ValueError:
+            raise SimulationError(f"{path}:{lineno}: runtime must be a number, got {cell!r}") from None
+        runtimes.append(max(MIN_RUNTIME_S, value))
+    if not runtimes:
+        raise SimulationError(f"{path}: no runtimes")
+    return runtimes
+
+
+def default_runtimes(trace: Path) -> Path | None:
+    """`philly-runtimes/philly_runtime.csv` next to the Gavel folder, as laid out in ../shared/traces."""
+    for parent in (trace, *trace.parents):
+        candidate = parent / "philly-runtimes" / "philly_runtime.csv"
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def read_gavel(path: str | Path, runtimes: str | Path | None = None, seed: int = 0) -> list[TraceJob]:
+    """Gavel per-team traces (a folder of `<team>.trace` files, or one file): arrivals and gang sizes.
+
+    Durations are drawn with `random.Random(seed)` from the Philly runtimes, in (team, line) order, so the same
+    seed always gives the same trace.
+    """
+    path = Path(path)
+    files = sorted(path.rglob("*.trace")) if path.is_dir() else [path]
+    if not files:
+        raise SimulationError(f"{path}: no *.trace files")
+    runtime_file = Path(runtimes) if runtimes else default_runtimes(path)
+    if runtime_file is None:
+        raise SimulationError(f"{path}: no philly-runtimes/philly_runtime.csv found nearby; pass --runtimes FILE")
+    pool = read_runtimes(runtime_file)
+    rng = random.Random(seed)
+    jobs = []
+    for file in files:
+        team = file.stem
+        try:
+            lines = file.read_text().splitlines()
+        except OSError as exc:
+            raise SimulationError(f"cannot read trace {file}: {exc.strerror}") from None
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            where = f"{file}:{lineno}"
+            if len(fields) != 7:
+                raise SimulationError(f"{where}: expected 7 tab-separated fields (job_type, command, "
+                                      f"num_steps_arg, needs_data_dir, total_steps, arrival_time, scale_factor), "
+                                      f"got {len(fields)}")
+            try:
+                arrival = float(fields[5])
+                gang = int(fields[6])
+            except ValueError:
+                raise SimulationError(f"{where}: arrival_time must be a number and scale_factor a whole number, "
+                                      f"got {fields[5]!r} and {fields[6]!r}") from None
+            if arrival < 0 or gang < 1:
+                raise SimulationError(f"{where}: arrival_time must be >= 0 and scale_factor >= 1")
+            jobs.append(TraceJob(job_id=f"{team}-{lineno}", team=team, submit_s=arrival,
+                                 duration_s=rng.choice(pool), units=gang, label=fields[0]))
+    return jobs
+
+
+# ---- synthetic -------------------------------------------------------------------------------------------------
+
+SYNTHETIC_DEFAULTS: dict[str, Any] = {
+    "jobs": 1000, "interarrival": 120.0, "gangs": {1: 0.55, 2: 0.1, 4: 0.15, 8: 0.15, 16: 0.05},
+    "median": 1800.0, "sigma": 1.5, "max": 7 * 86400.0,
+}
+
+
+def synthetic(teams: list[str] | dict[str, float], jobs: int = 1000, seed: int = 0, interarrival: float = 120.0,
+              gangs: dict[int, float] | None = None, median: float = 1800.0, sigma: float = 1.5,
+              max_duration: float = 7 * 86400.0, pool: str | None = None) -> list[TraceJob]:
+    """A Poisson arrival stream split over teams (by weight), a gang-size mix, log-normal (heavy-tailed) durations.
+
+    `interarrival` is the mean seconds between jobs cluster-wide; `median` and `sigma` shape the duration
+    distribution (sigma 1.5 gives p99/p50 of about 30, close to Philly's).
+    """
+    weights = teams if isinstance(teams, dict) else {t: 1.0 for t in teams}
+    if not weights or jobs < 1 or interarrival <= 0 or median <= 0 or sigma < 0:
+        raise SimulationError("synthetic trace needs teams, jobs >= 1, interarrival > 0, median > 0, sigma >= 0")
+    gangs = gangs or dict(SYNTHETIC_DEFAULTS["gangs"])
+    rng = random.Random(seed)
+    names, team_w = list(weights), list(weights.values())
+    sizes, size_w = list(gangs), list(gangs.values())
+    t = 0.0
+    out = []
+    for i in range(jobs):
+        t += rng.expovariate(1.0 / interarrival)
+        duration = min(max_duration, max(MIN_RUNTIME_S, rng.lognormvariate(math.log(median), sigma)))
+        out.append(TraceJob(job_id=f"syn-{i}", team=rng.choices(names, team_w)[0], submit_s=round(t, 3),
+                            duration_s=round(duration, 3), units=rng.choices(sizes, size_w)[0], pool=pool))
+    return out
+
+
+def parse_synthetic(spec: str, teams: list[str], seed: int) -> list[TraceJob]:
+    """`synthetic[:key=value,...]`: jobs, interarrival, median, sigma, max, pool, teams (a/b/c), gangs (1:60/8:40)."""
+    options: dict[str, Any] = {}
+    body = spec.partition(":")[2]
+    for part in filter(None, (p.strip() for p in body.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise SimulationError(f"synthetic trace option {part!r} is not key=value")
+        try:
+            if key == "jobs":
+                options["jobs"] = int(value)
+            elif key in ("interarrival", "median", "sigma"):
+                options[key] = float(value)
+            elif key == "max":
+                options["max_duration"] = float(value)
+            elif key == "pool":
+                options["pool"] = value
+            elif key == "teams":
+                teams = [t for t in value.split("/") if t]
+            elif key == "gangs":
+                options["gangs"] = {int(k): float(w) for k, _, w in (g.partition(":") for g in value.split("/"))}
+            else:
+                raise SimulationError(f"unknown synthetic trace option {key!r}; known: jobs, interarrival, "
+                                      "median, sigma, max, pool, teams, gangs")
+        except ValueError:
+            raise SimulationError(f"synthetic trace option {part!r}: bad value") from None
+    return synthetic(teams, seed=seed, **options)
+
+
+# ---- team mapping ----------------------------------------------------------------------------------------------
+
+def read_team_map(path: str | Path) -> dict[str, str]:
+    """A mapping file: YAML/JSON `{trace_team: stack_team}`, or CSV lines `trace_team,stack_team`."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SimulationError(f"cannot read team map {path}: {exc.strerror}") from None
+    if path.suffix in (".yaml", ".yml", ".json"):
+        try:
+            data = yaml.safe_load(text) if path.suffix != ".json" else json.loads(text)
+        except (yaml.YAMLError, json.JSONDecodeError) as exc:
+            raise SimulationError(f"{path}: not a YAML/JSON mapping ({exc})") from None
+        if not isinstance(data, dict):
+            raise SimulationError(f"{path}: expected a mapping trace_team: stack_team")
+        return {str(k): str(v) for k, v in data.items()}
+    mapping = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != 2 or not all(cells):
+            raise SimulationError(f"{path}:{lineno}: expected trace_team,stack_team")
+        mapping[cells[0]] = cells[1]
+    return mapping
+
+
+def map_teams(jobs: list[TraceJob], stack_teams: list[str], mapping: dict[str, str] | str | None,
+              known=None) -> list[TraceJob]:
+    """Rename trace teams to stack teams: by name, through `mapping`, or `auto` (sorted, round-robin)."""
+    known = known or (lambda name: name if name in stack_teams else None)
+    trace_teams = sorted({j.team for j in jobs})
+    if mapping == "auto":
+        mapping = {t: stack_teams[i % len(stack_teams)] for i, t in enumerate(trace_teams)}
+    mapping = mapping or {}
+    resolved: dict[str, str] = {}
+    unknown = []
+    for team in trace_teams:
+        target = known(mapping.get(team, team))
+        if target is None:
+            unknown.append(team)
+        else:
+            resolved[team] = target
+    if unknown:
+        shown = ", ".join(unknown[:8]) + (f" (+{len(unknown) - 8} more)" if len(unknown) > 8 else "")
+        raise SimulationError(f"trace team(s) {shown} match no stack team ({', '.join(stack_teams)}); "
+                              "pass --team-map FILE or --team-map auto")
+    return [replace(j, team=resolved[j.team]) for j in jobs]
