@@ -198,6 +198,7 @@ class Simulation:
                 self.groups[(pool.name, resource)] = NodeGroup(pool.name, resource, per_node, pool.nodes,
                                                                pool.gpu_equivalent(resource), binpack)
         self.events: list[tuple] = []
+        self.touched: list[NodeGroup] = []  # groups with pods created this cycle, placed when it ends
         self.counter = 0
         self.now = 0.0
         self.cycle_at: float | None = None
@@ -239,28 +240,36 @@ class Simulation:
             if horizon is not None and t > horizon:
                 self.now = horizon
                 break
-            self.now = t
             if kind == CYCLE:
+                self.now = t
                 self.cycle_at = None
                 self.last_cycle = t
                 self.cycles += 1
                 scheduler.cycle(t)
-            elif kind == FINISH:
-                if job.run == run and job.state in (RUNNING, EVICTING):
-                    self._finish(job, t)
-            elif kind == EVICTED:
-                if job.run == run and job.state == EVICTING:
-                    self._evicted(job, t)
+                for group in self.touched:
+                    self._place(group, t)
+                self.touched.clear()
             elif kind == ARRIVAL:
+                self.now = t
                 self._enqueue(job, t)
-            elif kind == TIMEOUT:
-                if job.run == run and job.state == ADMITTED:
-                    self.evict(job, "PodsReadyTimeout", t)
-            elif kind == REQUEUE:
-                if job.run == run and job.state == BACKOFF:
-                    self._demand(job, -1)
-                    job.state = QUEUED
-                    self._enqueue(job, t)
+            elif job.run != run:
+                continue  # an event of an earlier run of this job (it was evicted since)
+            elif kind == FINISH and job.state in (RUNNING, EVICTING):
+                self.now = t
+                self._finish(job, t)
+            elif kind == EVICTED and job.state == EVICTING:
+                self.now = t
+                self._evicted(job, t)
+            elif kind == TIMEOUT and job.state == ADMITTED:
+                self.now = t
+                self.evict(job, "PodsReadyTimeout", t)
+            elif kind == REQUEUE and job.state == BACKOFF:
+                self.now = t
+                self._demand(job, -1)
+                job.state = QUEUED
+                self._enqueue(job, t)
+            else:
+                continue
             if self.cycle_at is None and scheduler.wants_cycle():
                 c = self.timing.cycle_s
                 self.cycle_at = max(math.ceil(t / c - 1e-9) * c, self.last_cycle + c)
@@ -276,11 +285,13 @@ class Simulation:
         self.scheduler.submit(job, t)
         self._demand(job, +1)
 
-    def admit(self, job: Job, flavor: str, group: NodeGroup | None, t: float) -> None:
+    def admit(self, job: Job, flavor: str, group: NodeGroup | None, t: float, place_now: bool = False) -> None:
         """Reserve quota and create the pods; called by the scheduler.
 
         `group` is where the pods go (None: a flavor without nodes, so the job starts at once). Pods are bound
-        in kube-scheduler order as room appears (a gang scheduler checks `fits_all` first).
+        in kube-scheduler order as room appears: after the cycle, so the pods of workloads admitted together are
+        created together and interleave (A0, B0, A1, B1), or at once with `place_now` (a scheduler that binds
+        itself, after checking `fits_all` for a gang).
         """
         self._demand(job, -1)
         job.state = ADMITTED
@@ -297,9 +308,12 @@ class Simulation:
             insort(group.pending, (-job.priority, t, index, job.seq, size, job))
             group.pending_sizes[size] = group.pending_sizes.get(size, 0) + 1
         self._demand(job, +1)
-        self._place(group, t)
-        if job.state == ADMITTED and self.model.scheduler == "kueue" and self.model.gang.enabled:
+        if self.model.scheduler == "kueue" and self.model.gang.enabled:
             self.push(t + self.model.gang.timeout_s, TIMEOUT, job, job.run)
+        if place_now:
+            self._place(group, t)
+        elif group not in self.touched:
+            self.touched.append(group)
 
     def _place(self, group: NodeGroup, t: float) -> None:
         """Bind waiting pods in queue order wherever they fit (unschedulable pods are skipped, as kube-scheduler

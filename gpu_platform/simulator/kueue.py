@@ -379,7 +379,11 @@ class KueueScheduler:
 
     def _admit(self, cq: CQ, job: Job, fr: tuple[str, str], t: float) -> None:
         heap = cq.buckets[job.bucket]
-        heapq.heappop(heap)
+        if heap[0][3] is job:
+            heapq.heappop(heap)
+        else:  # a sticky head that is no longer first in its bucket
+            heap[:] = [e for e in heap if e[3] is not job]
+            heapq.heapify(heap)
         cq.fails.pop(job.bucket, None)
         if not heap:
             del cq.buckets[job.bucket]
@@ -574,14 +578,26 @@ class KueueScheduler:
 
     # ---- invariants -------------------------------------------------------------------------------------------
     def check(self) -> None:
+        """Quota invariants. Kueue's fit check treats the targets of a cycle's preemptions as gone, so quota may
+        exceed a limit by what is still being evicted, never by more."""
+        evicting: dict[tuple[str, tuple[str, str]], int] = {}
+        for cq in self.cqs.values():
+            for w in cq.admitted:
+                if w.state == EVICTING:
+                    key = (cq.name, (w.flavor, w.resource))
+                    evicting[key] = evicting.get(key, 0) + w.units
+        cohort_evicting: dict[tuple[int, tuple[str, str]], int] = {}
         for cq in self.cqs.values():
             for fr, usage in cq.usage.items():
+                settled = usage - evicting.get((cq.name, fr), 0)
+                key = (id(cq.group), fr)
+                cohort_evicting[key] = cohort_evicting.get(key, 0) + evicting.get((cq.name, fr), 0)
                 if usage < 0:
                     raise AssertionError(f"{cq.name} {fr}: negative usage")
-                if not cq.group.real and usage > cq.nominal[fr]:
+                if not cq.group.real and settled > cq.nominal[fr]:
                     raise AssertionError(f"{cq.name} {fr}: {usage} above nominal {cq.nominal[fr]}")
                 limit = cq.bl[fr]
-                if cq.group.real and limit is not None and usage > cq.nominal[fr] + limit:
+                if cq.group.real and limit is not None and settled > cq.nominal[fr] + limit:
                     raise AssertionError(f"{cq.name} {fr}: {usage} above nominal + borrowingLimit")
                 if sum(cq.prio_usage[fr].values()) != usage:
                     raise AssertionError(f"{cq.name} {fr}: usage by priority does not add up")
@@ -589,5 +605,5 @@ class KueueScheduler:
             group = cq.group
             if group.real:
                 for fr, used in group.usage.items():
-                    if used > group.lendable[fr]:
+                    if used - cohort_evicting.get((id(group), fr), 0) > group.lendable[fr]:
                         raise AssertionError(f"cohort {group.name} {fr}: {used} above what members lend")

@@ -65,7 +65,7 @@ def parse_csv(lines: Iterable[str], name: str = "trace") -> list[TraceJob]:
         cells = [c.strip() for c in next(csv.reader([line]))]
         where = f"{name}:{lineno}"
         if columns is None:
-            if cells[0] == "job_id":
+            if "job_id" in cells:
                 unknown = [c for c in cells if c not in CSV_COLUMNS]
                 missing = [c for c in REQUIRED if c not in cells]
                 if unknown or missing:
@@ -242,10 +242,13 @@ def parse_synthetic(spec: str, teams: list[str], seed: int) -> list[TraceJob]:
     """`synthetic[:key=value,...]`: jobs, interarrival, median, sigma, max, pool, teams (a/b/c), gangs (1:60/8:40)."""
     options: dict[str, Any] = {}
     body = spec.partition(":")[2]
+    known = ("jobs", "interarrival", "median", "sigma", "max", "pool", "teams", "gangs")
     for part in filter(None, (p.strip() for p in body.split(","))):
         key, sep, value = part.partition("=")
         if not sep:
             raise SimulationError(f"synthetic trace option {part!r} is not key=value")
+        if key not in known:
+            raise SimulationError(f"unknown synthetic trace option {key!r}; known: {', '.join(known)}")
         try:
             if key == "jobs":
                 options["jobs"] = int(value)
@@ -257,11 +260,8 @@ def parse_synthetic(spec: str, teams: list[str], seed: int) -> list[TraceJob]:
                 options["pool"] = value
             elif key == "teams":
                 teams = [t for t in value.split("/") if t]
-            elif key == "gangs":
-                options["gangs"] = {int(k): float(w) for k, _, w in (g.partition(":") for g in value.split("/"))}
             else:
-                raise SimulationError(f"unknown synthetic trace option {key!r}; known: jobs, interarrival, "
-                                      "median, sigma, max, pool, teams, gangs")
+                options["gangs"] = {int(k): float(w) for k, _, w in (g.partition(":") for g in value.split("/"))}
         except ValueError:
             raise SimulationError(f"synthetic trace option {part!r}: bad value") from None
     return synthetic(teams, seed=seed, **options)
@@ -297,11 +297,13 @@ def read_team_map(path: str | Path) -> dict[str, str]:
 
 def map_teams(jobs: list[TraceJob], stack_teams: list[str], mapping: dict[str, str] | str | None,
               known=None) -> list[TraceJob]:
-    """Rename trace teams to stack teams: by name, through `mapping`, or `auto` (sorted, round-robin)."""
+    """Rename trace teams to stack teams: by name, through `mapping`, or `auto` (teams that match keep their
+    name, the others are dealt round-robin over the stack teams in sorted order)."""
     known = known or (lambda name: name if name in stack_teams else None)
     trace_teams = sorted({j.team for j in jobs})
     if mapping == "auto":
-        mapping = {t: stack_teams[i % len(stack_teams)] for i, t in enumerate(trace_teams)}
+        unmatched = [t for t in trace_teams if known(t) is None]
+        mapping = {t: stack_teams[i % len(stack_teams)] for i, t in enumerate(unmatched)}
     mapping = mapping or {}
     resolved: dict[str, str] = {}
     unknown = []

@@ -180,7 +180,7 @@ class VolcanoScheduler:
         q.pending[job.resource] -= job.units
         q.allocated[job.resource] = q.allocated.get(job.resource, 0) + job.units
         q.admitted[job] = None
-        self.sim.admit(job, ANY_FLAVOR, group, t)
+        self.sim.admit(job, ANY_FLAVOR, group, t, place_now=True)
 
     # ---- eviction actions -------------------------------------------------------------------------------------
     def _victims_make_room(self, job: Job, victims: list[Job]) -> list[Job] | None:

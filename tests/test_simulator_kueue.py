@@ -1,0 +1,202 @@
+"""Simulator: Kueue semantics, each on a small scenario whose outcome is computed by hand in the comments.
+
+Unless said otherwise: one pool of 8-GPU nodes, 1-second cycles at whole seconds, no finish or eviction latency.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from gpu_platform.simulator import load_model
+from gpu_platform.simulator.engine import DONE, INACTIVE, RUNNING, Timing
+from test_simulator_model import FAST, cq, kueue_plan, run
+
+POOL = {"p": (2, {"nvidia.com/gpu": 8}, 8)}
+
+
+def model(queues, pools=POOL, **kw):
+    return load_model(kueue_plan(pools, queues, **kw))
+
+
+def starts(jobs, names):
+    return [jobs[n].first_start for n in names]
+
+
+def test_one_head_per_queue_per_cycle_in_priority_then_fifo_order():
+    # Nominal 2. All three arrive at 0. Cycle 0 admits the highest priority (b, 5); cycle 1 the next in FIFO
+    # order among equals (c); a (priority 0) waits for quota: b ends at 100.
+    m = model({"q": cq({"p": 2}, cohort=None)})
+    _, jobs = run(m, [("a", "q", 0, 100, 1, None, 0), ("b", "q", 0, 100, 1, None, 5), ("c", "q", 0, 100, 1, None, 5)])
+    assert starts(jobs, "bca") == [0, 1, 100]
+
+
+def test_cycle_length_is_a_parameter():
+    m = model({"q": cq({"p": 4}, cohort=None)})
+    _, jobs = run(m, [(f"j{i}", "q", 0, 100, 1) for i in range(3)], timing=replace(FAST, cycle_s=5.0))
+    assert starts(jobs, ["j0", "j1", "j2"]) == [0, 5, 10]
+
+
+@pytest.mark.parametrize("a_quota, b_quota, expected", [
+    # a: nominal 4, borrowingLimit 2 -> 6 run at once, one admitted per cycle; the 7th when the first ends.
+    ((4, 2, None), 4, [0, 1, 2, 3, 4, 5, 1000, 1001]),
+    # no borrowing limit: all 8 (b lends its whole nominal quota).
+    ((4, None, None), 4, [0, 1, 2, 3, 4, 5, 6, 7]),
+    # b lends at most 1 (lendingLimit): 5 at once.
+    ((4, None, None), (4, None, 1), [0, 1, 2, 3, 4, 1000, 1001, 1002]),
+])
+def test_borrowing_unused_cohort_quota_within_limits(a_quota, b_quota, expected):
+    m = model({"a": cq({"p": a_quota}), "b": cq({"p": b_quota})})
+    _, jobs = run(m, [(f"a{i}", "a", 0, 1000, 1) for i in range(8)])
+    assert sorted(j.first_start for j in jobs.values()) == expected
+
+
+@pytest.mark.parametrize("policy, a_priority, b_priority, expected", [
+    # a borrowed b's 4 GPUs (admitted at 4..7). b's first job (cycle 10) reclaims the most recently admitted
+    # borrower (a7), is admitted in cycle 11; its second job reclaims a6 in cycle 12, admitted in cycle 13.
+    ("Any", 10, 0, [11, 13]),
+    ("LowerPriority", 0, 10, [11, 13]),
+    # a's jobs have the higher priority: LowerPriority may not touch them, Never touches nothing; b waits for
+    # a's first jobs to end at 1000 and 1001.
+    ("LowerPriority", 10, 0, [1000, 1001]),
+    ("Never", 0, 10, [1000, 1001]),
+])
+def test_reclaim_within_cohort_policies(policy, a_priority, b_priority, expected):
+    m = model({"a": cq({"p": 4}), "b": cq({"p": 4}, reclaim=policy)})
+    result, jobs = run(m, [*((f"a{i}", "a", 0, 1000, 1, None, a_priority) for i in range(8)),
+                           ("b0", "b", 10, 100, 1, None, b_priority), ("b1", "b", 10, 100, 1, None, b_priority)])
+    assert starts(jobs, ["b0", "b1"]) == expected
+    if expected[0] < 1000:
+        assert [(p.job, p.reason, p.time) for p in result.preemptions] == [
+            ("a7", "InCohortReclamation", 10), ("a6", "InCohortReclamation", 12)]
+    else:
+        assert result.preemptions == []
+
+
+def test_nominal_quota_is_reachable_after_lending_it():
+    # b lends its 8 to a. a is admitted one job per cycle (a0..a9 by t=9; FIFO ties go by job id, so a10..a15
+    # come before a2); b's jobs arrive at 10 and take the free quota in cycles 10-12 (a gets 13). From then on
+    # each b head reclaims a's most recently admitted job, waits the 30 s pod termination as its queue's
+    # sticky head, and is admitted: every 31 s until b holds its nominal 8.
+    m = model({"a": cq({"p": 8}), "b": cq({"p": 8}, reclaim="Any")})
+    timing = replace(FAST, evict_latency_s=30.0)
+    result, jobs = run(m, [*((f"a{i}", "a", 0, 5000, 1) for i in range(16)),
+                           *((f"b{i}", "b", 10, 5000, 1) for i in range(8))], timing=timing, horizon=200)
+    assert [jobs[f"b{i}"].first_start for i in range(8)] == [10, 11, 12, 43, 74, 105, 136, 167]
+    assert [(p.job, p.time) for p in result.preemptions] == [("a6", 43), ("a5", 74), ("a4", 105), ("a3", 136),
+                                                             ("a2", 167)]
+    assert sum(1 for j in jobs.values() if j.queue == "b" and j.state == RUNNING) == 8
+
+
+@pytest.mark.parametrize("policy, expected_high, expected_evicted", [
+    # Nominal 2 held by two low-priority jobs (started 0 and 1). The high one (t=5) evicts the most recently
+    # admitted (low1) and starts in cycle 6; low1 runs again when high ends (106).
+    ("LowerPriority", 6, ("low1", 106)),
+    ("Never", 1000, None),
+])
+def test_preemption_inside_a_queue_by_priority(policy, expected_high, expected_evicted):
+    m = model({"q": cq({"p": 2}, cohort=None, within=policy)})
+    result, jobs = run(m, [("low0", "q", 0, 1000, 1, None, 0), ("low1", "q", 0, 1000, 1, None, 0),
+                           ("high", "q", 5, 100, 1, None, 10)])
+    assert jobs["high"].first_start == expected_high
+    if expected_evicted:
+        name, restart = expected_evicted
+        assert [(p.job, p.reason) for p in result.preemptions] == [(name, "InClusterQueue")]
+        assert jobs[name].start_t == restart and jobs[name].evictions == 1
+    else:
+        assert result.preemptions == []
+
+
+@pytest.mark.parametrize("strategy, expected", [
+    # a (2 of 4) runs; b (4) does not fit. BestEffortFIFO lets c (1) past b; b then waits for a and c (102).
+    ("BestEffortFIFO", {"a": 0, "b": 102, "c": 2}),
+    # StrictFIFO: c waits behind b; b starts when a ends, c when b ends.
+    ("StrictFIFO", {"a": 0, "b": 100, "c": 200}),
+])
+def test_queueing_strategy(strategy, expected):
+    m = model({"q": cq({"p": 4}, cohort=None, strategy=strategy)})
+    _, jobs = run(m, [("a", "q", 0, 100, 2), ("b", "q", 1, 100, 4), ("c", "q", 2, 100, 1)])
+    assert {n: j.first_start for n, j in jobs.items()} == expected
+
+
+GANG_POOL = {"train": (4, {"nvidia.com/gpu": 8}, 8)}
+GANG_JOBS = [("A", "a", 0, 100, 16), ("B", "b", 0, 100, 16)]
+
+
+def gang_model(**pods_ready):
+    # Quotas fit the planned 4 nodes; only 2 are up (`--nodes train=2`, the autoscaler not yet scaled out).
+    return model({"a": cq({"train": 16}, cohort=None), "b": cq({"train": 16}, cohort=None)}, pools=GANG_POOL,
+                 pods_ready=pods_ready or None).with_nodes({"train": 2})
+
+
+def test_without_gang_partial_starts_hold_gpus_and_deadlock():
+    # Both 2x8-GPU jobs are admitted in cycle 0 (quota allows it); their pods are created together, so the
+    # scheduler binds A0 and B0 (one node each) and neither A1 nor B1 ever fits: 16 GPUs held, nothing runs.
+    result, jobs = run(gang_model(), GANG_JOBS)
+    assert [len(j.bound) for j in jobs.values()] == [1, 1]
+    assert all(j.first_start is None for j in jobs.values())
+    assert result.stalled == 2 and result.group_peaks["train/nvidia.com/gpu"] == (16, 16)
+
+
+def test_wait_for_pods_ready_times_out_and_requeues_with_backoff():
+    # Same collision with waitForPodsReady (timeout 600 s, backoff 60 s doubling, limit 2) and 30 s pod
+    # termination: both time out at 600, their pods are gone at 630, both are requeued at 690 and collide again
+    # (timeout 1290, gone 1320, requeued 1320+120), again (gone 2070), and are then deactivated.
+    m = gang_model(timeout="10m", requeuingStrategy={"backoffBaseSeconds": 60, "backoffLimitCount": 2})
+    result, jobs = run(m, GANG_JOBS, timing=replace(FAST, evict_latency_s=30.0))
+    assert sorted(p.time for p in result.preemptions) == [630, 630, 1320, 1320, 2070, 2070]
+    assert {p.reason for p in result.preemptions} == {"PodsReadyTimeout"}
+    assert [j.admit_t for j in jobs.values()] == [1440, 1440]
+    assert all(j.state == INACTIVE and j.timeouts == 3 for j in jobs.values())
+    # With instant pod termination the first timeout frees A's node before B's timeout is handled: B starts
+    # at 600, A is requeued at 660 and starts when B ends.
+    result, jobs = run(m, GANG_JOBS)
+    assert [(p.job, p.time) for p in result.preemptions] == [("A", 600)]
+    assert starts(jobs, "BA") == [600, 700] and result.end == 800
+
+
+def test_gang_with_block_admission_runs_all_or_nothing():
+    # blockAdmission: A is admitted alone, binds both nodes and runs; B is admitted once A is ready and starts
+    # when A ends. No GPU is ever held by a partial gang.
+    result, jobs = run(gang_model(timeout="10m", blockAdmission=True), GANG_JOBS)
+    assert starts(jobs, "AB") == [0, 100]
+    assert all(j.state == DONE for j in jobs.values()) and result.preemptions == []
+
+
+def test_mig_slices_and_shared_replicas_are_their_own_resources():
+    # One A100 node in a mixed MIG layout (32 x 1g, 8 x 3g) and one L4 node time-sliced 4 ways (16 replicas).
+    pools = {"a100": (1, {"nvidia.com/mig-1g.10gb": 32, "nvidia.com/mig-3g.40gb": 8}, 8),
+             "l4": (1, {"nvidia.com/gpu": 16}, 4)}
+    queues = {"q": cq({("a100", "nvidia.com/mig-1g.10gb"): 40, ("a100", "nvidia.com/mig-3g.40gb"): 8,
+                       ("l4", "nvidia.com/gpu"): 16}, cohort=None)}
+    m = model(queues, pools=pools)
+    jobs = [*((f"s{i}", "q", 0, 100, 1, "a100/mig-1g.10gb") for i in range(34)),
+            ("big", "q", 0, 100, 8, "a100/mig-3g.40gb"), ("nb", "q", 0, 100, 16, "l4")]
+    result, sim_jobs = run(m, jobs, timing=replace(FAST, cycle_s=0.01))
+    # Quota admits 34 one-slice jobs, but a node has 32 slices: two wait for pods; the 3g job and the 16
+    # replicas do not compete with them.
+    assert sum(1 for j in sim_jobs.values() if j.first_start >= 100) == 2
+    assert sim_jobs["big"].first_start < 1 and sim_jobs["nb"].first_start < 1
+    assert result.group_peaks["a100/nvidia.com/mig-1g.10gb"] == (32, 32)
+    # In GPUs: 32 x 1/7 + 8 x 3/7 on the A100 node, 16 x 1/4 on the L4 node, for 100 s.
+    assert sum(result.alloc_area) == pytest.approx((32 / 7 + 24 / 7 + 4) * 100 + 2 / 7 * 100, rel=1e-3)
+
+
+def test_fair_sharing_preempts_down_to_weighted_shares():
+    # c lends 8 and runs nothing; a (weight 1) borrowed all 8 first. b (weight 3) arrives: with fair sharing
+    # b preempts while its share after admission (n+1)/3 stays <= a's after the preemption (7-n): n <= 5,
+    # so b ends with 6 GPUs and a with 2. Classic preemption lets b take nothing (it would borrow).
+    queues = {"a": cq({"p": 0}, reclaim="Any", weight=1), "b": cq({"p": 0}, reclaim="Any", weight=3),
+              "c": cq({"p": 8}, reclaim="Any", weight=1)}
+    jobs = [*((f"a{i}", "a", 0, 1000, 1) for i in range(8)), *((f"b{i}", "b", 10, 1000, 1) for i in range(8))]
+    for fair, expected in ((True, {"a": 2, "b": 6}), (False, {"a": 8, "b": 0})):
+        _, sim_jobs = run(model(queues, fair=fair), jobs, horizon=200)
+        running = {t: sum(1 for j in sim_jobs.values() if j.queue == t and j.state == RUNNING) for t in "ab"}
+        assert running == expected, fair
+
+
+def test_finish_latency_keeps_quota_admitted():
+    # A job's end is noticed 0.5 s late: the next job of a full queue starts at 10.5 -> cycle 11.
+    m = model({"q": cq({"p": 1}, cohort=None)})
+    _, jobs = run(m, [("a", "q", 0, 10, 1), ("b", "q", 0, 10, 1)], timing=Timing(1.0, 0.5, 0.0))
+    assert starts(jobs, "ab") == [0, 11]
