@@ -22,6 +22,7 @@ class Registration:
     ignore_changes: list[str]
     depends_on: list[str]
     inputs: dict[str, Any] = field(default_factory=dict)
+    alias_types: list[str] = field(default_factory=list)  # provider classes' own type aliases (the bench replays them)
 
 
 class RecordingMonitor(MockMonitor):
@@ -47,5 +48,6 @@ class RecordingMonitor(MockMonitor):
             urn=response.urn, type=request.type, name=request.name, parent=request.parent, custom=request.custom,
             provider=request.provider, protect=bool(request.protect), ignore_changes=list(request.ignoreChanges),
             depends_on=sorted(set(request.dependencies)), inputs=inputs,
+            alias_types=[alias.spec.type for alias in request.aliases if alias.spec.type],
         ))
         return response

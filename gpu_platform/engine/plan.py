@@ -1,9 +1,11 @@
 """Plan a stack offline: validate its config, run `__main__.py` under strict mocks, return the resource graph."""
 from __future__ import annotations
 
+import gc
 import json
 import runpy
 import sys
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -132,12 +134,27 @@ def run_program(stack: str, config: dict[str, Any], program: Callable[[], None] 
     set_all_config({k: v if isinstance(v, str) else json.dumps(v, default=str) for k, v in config.items()})
     monitor = RecordingMonitor(StrictMocks())
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
-    program()
-    _sync_await(wait_for_rpcs())
-    root = settings.get_root_resource()
-    outputs = _sync_await(_resolve_outputs(root.outputs if root is not None else {}))
-    _sync_await(wait_for_rpcs())
+    with _no_cyclic_gc():
+        program()
+        _sync_await(wait_for_rpcs())
+        root = settings.get_root_resource()
+        outputs = _sync_await(_resolve_outputs(root.outputs if root is not None else {}))
+        _sync_await(wait_for_rpcs())
     return monitor.registrations, outputs
+
+
+@contextmanager
+def _no_cyclic_gc():
+    """A plan allocates Outputs and futures by the hundred thousand and frees them at the end; CPython's cyclic
+    collector would re-scan that growing heap again and again (bench: 2.5 -> 1.45 ms per resource at 1,890
+    resources, +15 MB peak). The collector resumes once the plan is done."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 async def _resolve_outputs(outputs: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,54 @@
+"""One measurement in a fresh process (so peak memory and start-up are this command's own); prints JSON."""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+
+T0 = float(os.environ.get("BENCH_T0", time.time()))
+
+
+def _first_registration_clock() -> dict[str, float]:
+    """Record when the first resource reaches the monitor: the end of start-up."""
+    from gpu_platform.engine import monitor
+
+    seen: dict[str, float] = {}
+    original = monitor.RecordingMonitor.RegisterResource
+
+    def register(self, request):
+        seen.setdefault("first", time.time())
+        return original(self, request)
+
+    monitor.RecordingMonitor.RegisterResource = register
+    return seen
+
+
+def check_plan(plan):
+    """What `gpu-platform check` adds to a plan: the whole policy pack over its graph."""
+    from gpu_platform.policy.runner import check
+    from policies import context
+
+    return check(plan, context.for_config(plan.config))
+
+
+def main(mode: str, stack_file: str) -> None:
+    seen = _first_registration_clock()
+    from gpu_platform.engine import plan_stack
+
+    plan = plan_stack(file=stack_file)
+    if mode == "check":
+        check_plan(plan)
+    end = time.time()
+    print(json.dumps({
+        "mode": mode, "resources": len(plan.resources), "wall_s": end - T0,
+        "startup_s": seen["first"] - T0,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "modules": sorted(m for m in sys.modules if m.split(".")[0] in
+                          ("pulumi_aws", "pulumi_azure_native", "pulumi_gcp", "pulumi_oci")),
+    }))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
