@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from components.config import ConfigError
@@ -31,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"gpu-platform {args.command}: {exc}", file=sys.stderr)
         return USAGE_ERROR
+    except BrokenPipeError:
+        # The reader went away (`gpu-platform plan aws-prod | head`): not an error, and nothing more to say.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def write_output(text: str, out: str | None) -> None:

@@ -42,7 +42,7 @@ def render(report: Report, rules: Sequence[Rule], fail_on: str | None) -> str:
     for note in unknown:
         lines.append(f"SKIPPED {note.rule} {note.urn or 'stack'}: {note.reason}")
     failing = report.failing(fail_on)
-    lines.append(f"{len(failing)} failing, {len(report.active) - len(failing)} not failing, "
+    lines.append(f"{len(failing)} failing, {len(report.active) - len(failing)} warning(s), "
                  f"{len(report.waived)} waived, {len(unknown)} skipped "
                  f"(fail on: {fail_on or 'mandatory findings'}) -> {'FAIL' if failing else 'PASS'}")
     return "\n".join(lines)
