@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -134,21 +133,3 @@ def test_gpu_operator_defaults_match_the_pinned_chart():
         for step in key.split("."):
             node = node[step]
         assert node == expected, key
-
-
-def test_check_costs_little_next_to_planning():
-    from components.config import load, split_namespace
-    from gpu_platform.engine.plan import read_stack_config, stack_path
-    from gpu_platform.policy.runner import check
-    from policies import context
-
-    started = time.perf_counter()
-    plan = plan_stack("aws-prod")
-    planning = time.perf_counter() - started
-    _, path = stack_path("aws-prod", None)
-    config = load(*split_namespace(read_stack_config(path)), str(path))
-    started = time.perf_counter()
-    check(plan, context.for_config(config))
-    checking = time.perf_counter() - started
-    # Issue 7 budgets 10% of plan time; leave room for a loaded CI machine.
-    assert checking <= 0.2 * planning, (checking, planning)
