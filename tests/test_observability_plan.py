@@ -184,7 +184,7 @@ def test_every_observability_object_uses_the_clusters_provider():
     registrations, _ = run_program("aws-dev", {**stack_config("aws-dev"), **with_reclaim("aws-dev", ("sandbox",))})
     (provider,) = [r.urn for r in registrations if r.type == "pulumi:providers:kubernetes"]
     tops = {r.urn for r in registrations if r.type.startswith("gpu-platform:observability:")}
-    owned = [r for r in registrations if r.parent in tops]
+    owned = [r for r in registrations if r.parent in tops and r.type.startswith("kubernetes:")]
     assert len(owned) >= 12
     assert all(r.provider.startswith(provider + "::") for r in owned)
 
@@ -412,3 +412,16 @@ def test_only_opted_in_team_namespaces_carry_the_reclaim_label(plans):
     assert not any("gpu-platform.io/reclaim" in v for v in
                    (r.inputs["metadata"].get("labels", {}) for r in plans["aws-prod"][0].of_type(
                        "kubernetes:core/v1:Namespace")))
+
+
+def test_grafana_admin_password_is_generated_and_never_the_chart_default(plans):
+    plan, _ = plans["aws-prod"]
+    values = next(r for r in plan.of_type("kubernetes:helm.sh/v3:Release")
+                  if r.inputs["chart"] == "kube-prometheus-stack").inputs["values"]
+    assert values["grafana"]["admin"] == {"existingSecret": "grafana-admin", "userKey": "admin-user",
+                                          "passwordKey": "admin-password"}
+    secret = next(r for r in plan.of_type("kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "grafana-admin")
+    assert secret.inputs["metadata"]["namespace"] == "monitoring"
+    assert secret.inputs["stringData"] == "[secret]"  # the generated password makes the whole map secret
+    assert [r.inputs["length"] for r in plan.of_type("random:index/randomPassword:RandomPassword")] == [32]
+    assert "offline-" not in json.dumps(plan.to_json())

@@ -7,6 +7,7 @@ import pulumi
 import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.helm.v3 as helm
 import pulumi_kubernetes.meta.v1 as meta
+import pulumi_random as random
 
 from components.clouds.labels import POOL_LABEL
 from components.config.model import PlatformConfig
@@ -15,6 +16,9 @@ CHART = "kube-prometheus-stack"
 CHART_VERSION = "88.2.0"  # ships prometheus-operator v0.93.0, the CRDs in ../shared/upstream/prometheus-operator
 CHART_REPO = "https://prometheus-community.github.io/helm-charts"
 GRAFANA_DASHBOARD_LABEL = ("grafana_dashboard", "1")
+# Grafana's admin login comes from this Secret; without it the chart ships the well-known password "prom-operator".
+GRAFANA_ADMIN_SECRET = "grafana-admin"
+GRAFANA_ADMIN_KEYS = {"userKey": "admin-user", "passwordKey": "admin-password"}
 PROMETHEUS_PORT = 9090
 # Node labels kube-state-metrics copies onto kube_node_labels (as label_gpu_platform_io_pool, ...): the pool
 # label joins GPU requests and DCGM series to pools.
@@ -64,7 +68,8 @@ def chart_values(config: PlatformConfig) -> dict[str, Any]:
         # kube_node_status_allocatable; only the node label allowlist is ours.
         "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS_FOR_METRICS)}]"]},
         # The dashboard ConfigMap lives in this namespace, the sidecar's default search scope.
-        "grafana": {"sidecar": {"dashboards": {"enabled": True, "label": label, "labelValue": value}}},
+        "grafana": {"sidecar": {"dashboards": {"enabled": True, "label": label, "labelValue": value}},
+                    "admin": {"existingSecret": GRAFANA_ADMIN_SECRET, **GRAFANA_ADMIN_KEYS}},
     }
 
 
@@ -85,6 +90,7 @@ class Prometheus(pulumi.ComponentResource):
         if prom.install:
             namespace = core.Namespace(f"{name}-namespace", metadata=meta.ObjectMetaArgs(name=prom.namespace),
                                        opts=pulumi.ResourceOptions(parent=self))
+            admin = self._grafana_admin(name, prom.namespace, namespace)
             self.ready = helm.Release(
                 f"{name}-release",
                 helm.ReleaseArgs(
@@ -93,6 +99,16 @@ class Prometheus(pulumi.ComponentResource):
                     repository_opts=helm.RepositoryOptsArgs(repo=CHART_REPO),
                     namespace=prom.namespace, values=chart_values(config),
                 ),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, admin]),
             )
         self.register_outputs({"namespace": self.namespace, "url": self.url})
+
+    def _grafana_admin(self, name: str, namespace: str, after: pulumi.Resource) -> core.Secret:
+        """A generated Grafana admin password, kept in the stack's state as a secret and in a Kubernetes Secret."""
+        password = random.RandomPassword(f"{name}-grafana-admin", length=32, special=False,
+                                         opts=pulumi.ResourceOptions(parent=self))
+        return core.Secret(
+            f"{name}-grafana-admin",
+            metadata=meta.ObjectMetaArgs(name=GRAFANA_ADMIN_SECRET, namespace=namespace),
+            string_data={GRAFANA_ADMIN_KEYS["userKey"]: "admin", GRAFANA_ADMIN_KEYS["passwordKey"]: password.result},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[after]))

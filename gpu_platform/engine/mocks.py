@@ -42,6 +42,7 @@ _COMPUTED: dict[str, Callable[[str, dict], dict]] = {
                        "publicEndpoint": "192.0.2.10:6443" if (inputs.get("endpointConfig") or {}).get(
                            "isPublicIpEnabled") else ""}],
     },
+    "random:index/randomPassword:RandomPassword": lambda name, _: {"result": f"offline-{name}"},
 }
 
 # Invokes the program may make, with offline answers.
