@@ -10,6 +10,7 @@ import pytest
 
 from gpu_platform.simulator import load_model
 from gpu_platform.simulator.engine import DONE, INACTIVE, RUNNING, Timing
+from gpu_platform.simulator.report import summarize
 from test_simulator_model import FAST, cq, kueue_plan, run
 
 POOL = {"p": (2, {"nvidia.com/gpu": 8}, 8)}
@@ -148,6 +149,7 @@ def test_wait_for_pods_ready_times_out_and_requeues_with_backoff():
     assert {p.reason for p in result.preemptions} == {"PodsReadyTimeout"}
     assert [j.admit_t for j in jobs.values()] == [1440, 1440]
     assert all(j.state == INACTIVE and j.timeouts == 3 for j in jobs.values())
+    assert summarize(result)["overall"]["jobs_deactivated"] == 2
     # With instant pod termination the first timeout frees A's node before B's timeout is handled: B starts
     # at 600, A is requeued at 660 and starts when B ends.
     result, jobs = run(m, GANG_JOBS)

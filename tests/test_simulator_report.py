@@ -37,6 +37,7 @@ def test_metrics_of_a_hand_computed_run():
     assert o["queue_delay_by_gang"] == {"3-4": {"jobs": 1, "p50_s": 50.0, "p95_s": 50.0, "p99_s": 50.0},
                                         "5-8": {"jobs": 1, "p50_s": 0.0, "p95_s": 0.0, "p99_s": 0.0}}
     assert s["series"]["allocated_gpus"]["a"][0] == 8 and s["series"]["allocated_gpus"]["a"][-1] == 0
+    assert s["pools"] == {"p": {"capacity_gpus": 8, "allocated_share": 0.75, "idle_gpu_minutes_while_pending": 0}}
 
 
 def test_idle_gpus_while_jobs_wait_are_counted():
@@ -47,6 +48,7 @@ def test_idle_gpus_while_jobs_wait_are_counted():
     o = summarize(result)["overall"]
     assert o["jobs_pending_at_end"] == 1
     assert o["idle_gpu_minutes_while_pending"] == pytest.approx((6 * 100 + 8 * 100) / 60, abs=0.1)
+    assert summarize(result)["pools"]["p"]["idle_gpu_minutes_while_pending"] == o["idle_gpu_minutes_while_pending"]
 
 
 def test_report_shape_table_and_html():

@@ -111,6 +111,8 @@ def test_synthetic_generator_is_reproducible_and_heavy_tailed():
 def test_synthetic_spec_string():
     jobs = parse_synthetic("synthetic:jobs=50,interarrival=10,gangs=1:1/4:1,teams=x/y,pool=h100-train", ["z"], 3)
     assert len(jobs) == 50 and {j.team for j in jobs} <= {"x", "y"} and {j.pool for j in jobs} == {"h100-train"}
+    weighted = parse_synthetic("synthetic:jobs=400,teams=x:3/y:1", ["z"], 3)
+    assert 0.7 < sum(1 for j in weighted if j.team == "x") / 400 < 0.8
     with pytest.raises(SimulationError, match="unknown synthetic trace option 'size'"):
         parse_synthetic("synthetic:size=3", ["z"], 0)
 

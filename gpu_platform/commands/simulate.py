@@ -57,7 +57,7 @@ def _trace_format(args) -> str:
 def run(args) -> int:
     from dataclasses import replace
 
-    from gpu_platform.simulator import KUEUE_CALIBRATED, SimulationError, load_model, simulate
+    from gpu_platform.simulator import DEFAULT_TIMING, SimulationError, load_model, simulate
     from gpu_platform.simulator import traces
     from gpu_platform.simulator.report import build_report, render_html, render_json, render_table
 
@@ -82,7 +82,7 @@ def run(args) -> int:
         mapping = args.team_map if args.team_map in (None, "auto") else traces.read_team_map(args.team_map)
         trace = traces.map_teams(trace, stack_teams, mapping,
                                  known=lambda name: (model.team_for(name).name if model.team_for(name) else None))
-        timing = KUEUE_CALIBRATED if args.cycle is None else replace(KUEUE_CALIBRATED, cycle_s=args.cycle)
+        timing = DEFAULT_TIMING if args.cycle is None else replace(DEFAULT_TIMING, cycle_s=args.cycle)
         result = simulate(model, trace, timing, args.horizon, args.pool)
         baseline = None
         if args.baseline != "none":

@@ -5,15 +5,15 @@ from __future__ import annotations
 from gpu_platform.simulator.engine import SimResult, Simulation, Timing, build_jobs
 from gpu_platform.simulator.errors import SimulationError
 from gpu_platform.simulator.model import Model, load_model
-from gpu_platform.simulator.scenarios import KUEUE_CALIBRATED, bench_scenario, kueue_baseline
+from gpu_platform.simulator.scenarios import DEFAULT_TIMING, KUEUE_CALIBRATED, bench_scenario, kueue_baseline
 from gpu_platform.simulator.traces import TraceJob
 
 
-def simulate(model: Model, trace: list[TraceJob], timing: Timing = KUEUE_CALIBRATED, horizon: float | None = None,
+def simulate(model: Model, trace: list[TraceJob], timing: Timing = DEFAULT_TIMING, horizon: float | None = None,
              default_pool: str | None = None, check: bool = False) -> SimResult:
     """Run `trace` (teams already mapped to the model's) through `model`."""
     return Simulation(model, build_jobs(model, trace, default_pool), timing, horizon, check).run()
 
 
-__all__ = ["KUEUE_CALIBRATED", "Model", "SimResult", "SimulationError", "Timing", "TraceJob", "bench_scenario",
-           "kueue_baseline", "load_model", "simulate"]
+__all__ = ["DEFAULT_TIMING", "KUEUE_CALIBRATED", "Model", "SimResult", "SimulationError", "Timing", "TraceJob",
+           "bench_scenario", "kueue_baseline", "load_model", "simulate"]

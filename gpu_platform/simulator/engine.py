@@ -79,7 +79,8 @@ class NodeGroup:
     """The nodes of one pool, counted in one advertised resource, with the pods waiting for room on them."""
 
     __slots__ = ("pool", "resource", "cap", "nodes", "eq", "free", "by_free", "free_total", "pending",
-                 "pending_sizes", "binpack", "demand", "contrib", "peak_used")
+                 "pending_sizes", "binpack", "demand", "contrib", "peak_used", "used_area", "used_since", "idle_area",
+                 "since")
 
     def __init__(self, pool: str, resource: str, cap: int, nodes: int, eq: float, binpack: bool):
         self.pool, self.resource, self.cap, self.nodes, self.eq, self.binpack = pool, resource, cap, nodes, eq, binpack
@@ -92,6 +93,10 @@ class NodeGroup:
         self.demand = 0  # units wanted by jobs not running that could use this group
         self.contrib = 0.0
         self.peak_used = 0
+        self.used_area = 0.0  # unit-seconds bound to pods
+        self.used_since = 0.0
+        self.idle_area = 0.0  # unit-seconds idle while waiting jobs could use them
+        self.since = 0.0
 
     @property
     def capacity(self) -> int:
@@ -177,6 +182,7 @@ class SimResult:
     idle_pending_gpu_s: float
     preemptions: list[Preemption]
     group_peaks: dict[str, tuple[int, int]]  # "pool/resource" -> (peak units bound, capacity)
+    groups: dict[str, dict[str, float]]  # "pool/resource" -> capacity_gpus, used_gpu_s, idle_pending_gpu_s
     stalled: int  # admitted jobs whose pods never all started and that nothing will ever evict
     cycles: int
     checks: dict[str, int] = field(default_factory=dict)
@@ -352,6 +358,7 @@ class Simulation:
             del group.pending_sizes[size]
 
     def _bind(self, job: Job, group: NodeGroup, node: int, size: int, t: float) -> None:
+        self._group_used(group, t)
         group.take(node, size)
         self._refresh(group, t, demand=-size)
         job.bound.append((node, size))
@@ -371,6 +378,7 @@ class Simulation:
         group = job.group
         if group is None:
             return
+        self._group_used(group, t)
         for node, size in job.bound:
             group.give(node, size)
             self._alloc(job.team, -size * group.eq, t)
@@ -454,6 +462,11 @@ class Simulation:
         self.series_team.append(team)
         self.series_value.append(self.alloc[team])
 
+    def _group_used(self, group: NodeGroup, t: float) -> None:
+        """Accumulate bound unit-seconds up to t, before the group's free units change."""
+        group.used_area += (group.capacity - group.free_total) * (t - group.used_since)
+        group.used_since = t
+
     def _usage(self, job: Job, sign: int, t: float) -> None:
         team = job.team
         self.usage_area[team] += self.usage[team] * (t - self.usage_since[team])
@@ -478,9 +491,12 @@ class Simulation:
             self._refresh(job.group, self.now, demand=sign * size * job.waiting)
 
     def _refresh(self, group: NodeGroup, t: float, demand: int = 0) -> None:
-        """Keep the integral over time of min(idle units, waiting demand), per group, in GPUs."""
+        """Keep the integral over time of min(idle units, waiting demand), per group (in units) and overall (in
+        GPUs), and each group's bound units over time. Called after every change of a group's free units."""
         self.idle_area += self.idle_rate * (t - self.idle_since)
         self.idle_since = t
+        group.idle_area += group.contrib / group.eq * (t - group.since)
+        group.since = t
         group.demand += demand
         new = min(group.free_total, group.demand) * group.eq
         self.idle_rate += new - group.contrib
@@ -509,7 +525,13 @@ class Simulation:
         for team in range(len(self.teams)):
             self.alloc_area[team] += self.alloc[team] * (end - self.alloc_since[team])
             self.usage_area[team] += self.usage[team] * (end - self.usage_since[team])
-        self.idle_area += self.idle_rate * (end - self.idle_since)
+        groups = {}
+        for group in self.groups.values():
+            self._group_used(group, end)
+            self._refresh(group, end)
+            groups[f"{group.pool}/{group.resource}"] = {
+                "capacity_gpus": group.capacity * group.eq, "used_gpu_s": group.used_area * group.eq,
+                "idle_pending_gpu_s": group.idle_area * group.eq}
         stalled = sum(1 for j in self.jobs if j.state == ADMITTED) if not self.events else 0
         model = self.model
         nominal = []
@@ -527,6 +549,7 @@ class Simulation:
             series_t=self.series_t, series_team=self.series_team, series_value=self.series_value,
             idle_pending_gpu_s=self.idle_area, preemptions=self.preemptions,
             group_peaks={f"{g.pool}/{g.resource}": (g.peak_used, g.capacity) for g in self.groups.values()},
+            groups=groups,
             stalled=stalled, cycles=self.cycles, checks=self.checks)
 
 

@@ -8,8 +8,11 @@ priority, then FIFO; with fair sharing, lowest dominant resource share first): a
 fits after this cycle's earlier entries; a preemption (unless its targets overlap an earlier one's) reserves the
 preemptor's quota for the rest of the cycle and evicts its targets at the cycle's end, and the preemptor is
 admitted in a later cycle, staying its queue's head meanwhile (BestEffortFIFO's sticky head, kueue#7157, so a
-lower head cannot hand the freed quota back to the evicted workload: kueue#6947). A head needing preemption without candidates holds back quota for the cycle unless its
-queue can always reclaim (`reclaimWithinCohort: Any`).
+lower head cannot hand the freed quota back to the evicted workload: kueue#6947) and holding what its targets free
+(kueue#13797). A head needing preemption without candidates holds back quota for the cycle unless its queue can
+always reclaim (`reclaimWithinCohort: Any`). Heads that cannot be admitted are skipped within the cycle (Kueue
+spends a cycle on each) and parked until the cohort frees quota, as Kueue requeues inadmissible workloads only
+when a workload finishes or is evicted.
 
 Preemption follows Kueue's classical strategy: candidates in the same queue by `withinClusterQueue`, and in
 borrowing queues of the cohort by `reclaimWithinCohort` (and `borrowWithinCohort` with its priority threshold),
@@ -34,7 +37,8 @@ REASONS = {RECLAIM: "InCohortReclamation", RECLAIM_WITHOUT_BORROWING: "InCohortR
 class Cohort:
     """Flat cohort totals: what members lend (SubtreeQuota) and what they use of it."""
 
-    __slots__ = ("name", "members", "lendable", "usage", "version", "real", "lendable_by_resource")
+    __slots__ = ("name", "members", "lendable", "usage", "version", "real", "lendable_by_resource", "released",
+                 "borrowed")
 
     def __init__(self, name: str, real: bool):
         self.name, self.real = name, real
@@ -42,6 +46,8 @@ class Cohort:
         self.lendable: dict[tuple[str, str], int] = {}
         self.usage: dict[tuple[str, str], int] = {}
         self.lendable_by_resource: dict[str, int] = {}
+        self.released: dict[tuple[str, str], int] = {}  # units freed so far, per flavor resource
+        self.borrowed: dict[tuple[str, str], int] = {}  # sum over members of usage above nominal
         self.version = 0
 
 
@@ -49,7 +55,7 @@ class CQ:
     """A ClusterQueue's live state."""
 
     __slots__ = ("name", "spec", "idx", "group", "nominal", "bl", "guar", "usage", "prio_usage", "buckets", "fails",
-                 "admitted", "strict", "weight", "frs", "sticky")
+                 "admitted", "strict", "weight", "frs", "sticky", "potential", "wake")
 
     def __init__(self, name, spec, idx, group):
         self.name, self.spec, self.idx, self.group = name, spec, idx, group
@@ -65,6 +71,8 @@ class CQ:
         self.weight = spec.weight
         self.frs: dict[tuple, list[tuple[str, str]]] = {}
         self.sticky: Job | None = None  # a head waiting for its preemption targets to go (kueue#7157)
+        self.potential: dict[tuple[str, str], int] = {}
+        self.wake: dict[tuple[str, str], int] | None = None  # see _wake
 
 
 class Entry:
@@ -101,6 +109,8 @@ class KueueScheduler:
         # Preemptors waiting for their targets' pods to go, per queue: what those free is held for them
         # (kueue#13797), so a borrower cannot take it back between two targets' evictions.
         self.waiting: dict[CQ, tuple[Job, tuple[str, str]]] = {}
+        self.held: dict[tuple[int, tuple[str, str]], int] = {}  # this cycle's holds per cohort and resource
+        self._last_short: tuple = (None, None, 0)  # the last shortfall computed, reused when parking its head
 
     # ---- engine hooks -----------------------------------------------------------------------------------------
     def wants_cycle(self) -> bool:
@@ -118,6 +128,7 @@ class KueueScheduler:
         heap = cq.buckets.get(job.bucket)
         if heap is None:
             heap = cq.buckets[job.bucket] = []
+        cq.wake = None
         entry = (-job.priority, job.ts, job.seq, job)
         heapq.heappush(heap, entry)
         if heap[0] is entry:
@@ -151,7 +162,13 @@ class KueueScheduler:
         return local + parent
 
     def potential(self, cq: CQ, fr: tuple[str, str]) -> int:
-        """The most `cq` could ever hold of `fr` (with everyone else preempted)."""
+        """The most `cq` could ever hold of `fr` (with everyone else preempted); fixed for a run."""
+        most = cq.potential.get(fr)
+        if most is None:
+            most = cq.potential[fr] = self._potential(cq, fr)
+        return most
+
+    def _potential(self, cq: CQ, fr: tuple[str, str]) -> int:
         if not cq.group.real:
             return cq.nominal[fr]
         most = cq.guar[fr] + cq.group.lendable[fr]
@@ -161,9 +178,13 @@ class KueueScheduler:
 
     def _shift(self, cq: CQ, fr: tuple[str, str], delta: int) -> None:
         usage = cq.usage[fr]
-        if cq.group.real:
+        group = cq.group
+        if group.real:
             guaranteed = cq.guar[fr]
-            cq.group.usage[fr] += max(0, usage + delta - guaranteed) - max(0, usage - guaranteed)
+            group.usage[fr] += max(0, usage + delta - guaranteed) - max(0, usage - guaranteed)
+            nominal = cq.nominal[fr]
+            group.borrowed[fr] = (group.borrowed.get(fr, 0) + max(0, usage + delta - nominal)
+                                  - max(0, usage - nominal))
         cq.usage[fr] = usage + delta
 
     def _use(self, cq: CQ, fr: tuple[str, str], delta: int, priority: int) -> None:
@@ -179,8 +200,10 @@ class KueueScheduler:
             # admission, which can only take quota away).
             group = cq.group
             group.version += 1
+            group.released[fr] = group.released.get(fr, 0) - delta
+            released = group.released[fr]
             for member in group.members:
-                if member.buckets:
+                if member.buckets and (member.wake is None or released >= member.wake.get(fr, released + 1)):
                     self.dirty.add(member)
 
     def _fits(self, cq: CQ, fr: tuple[str, str], units: int, allow_borrowing: bool) -> bool:
@@ -212,12 +235,15 @@ class KueueScheduler:
         # What evictions in flight free is held for the preemptor waiting on them (kueue#13797), so a borrower
         # cannot take it back between two targets' evictions; a queue's own hold is its head's to use.
         holds: dict[CQ, tuple[tuple[str, str], int]] = {}
+        self.held.clear()
         for cq, (job, fr) in list(self.waiting.items()):
             if job.state != QUEUED:
                 del self.waiting[cq]
             else:
-                holds[cq] = (fr, min(job.units, self.available(cq, fr)))
+                holds[cq] = (fr, max(0, min(job.units, self.available(cq, fr))))
                 self._shift(cq, fr, holds[cq][1])
+                key = (id(cq.group), fr)
+                self.held[key] = self.held.get(key, 0) + holds[cq][1]
         entries = []
         for cq in sorted(self.dirty, key=lambda c: c.idx):
             hold = holds.get(cq)
@@ -270,7 +296,7 @@ class KueueScheduler:
                 if not cq.strict:
                     cq.sticky = job
                 self.waiting[cq] = (job, fr)
-                self._reserve(cq, fr, min(job.units, self.available(cq, fr)), reserved)
+                self._reserve(cq, fr, max(0, min(job.units, self.available(cq, fr))), reserved)
                 self.dirty.discard(cq)
                 continue
             if any(id(w) in preempted for w in targets):
@@ -317,6 +343,7 @@ class KueueScheduler:
                 self._shift(self.cqs[w.queue], (w.flavor, w.resource), w.units)
 
     def _nominate(self, cq: CQ) -> Entry | None:
+        cq.wake = None
         if not cq.buckets:
             return None
         sticky = cq.sticky
@@ -330,25 +357,67 @@ class KueueScheduler:
         failed: list[Job] = []
         for head in sorted(heap[0] for heap in cq.buckets.values()):
             job = head[3]
-            if cq.fails.get(job.bucket) == (version, job.seq) or any(
-                    f.resource == job.resource and f.pools == job.pools and f.units <= job.units
-                    and f.priority >= job.priority for f in failed):
-                # Parked, or no easier than a head that just failed (more units, no higher priority).
-                cq.fails[job.bucket] = (version, job.seq)
-                if cq.strict:
-                    return None
-                continue
-            entry = self._evaluate(cq, job)
-            if entry is not None and (entry.mode == FIT or entry.targets):
-                return entry
-            # Not admissible now: parked until the cohort frees quota.
-            cq.fails[job.bucket] = (version, job.seq)
-            failed.append(job)
-            if entry is not None and cq.spec.reclaim_within_cohort != "Any":
-                return entry  # preempting without candidates: it still holds quota back this cycle
+            if self._parked(cq, job, version):
+                pass
+            else:
+                dominant = next((f for f in failed if f.resource == job.resource and f.pools == job.pools
+                                 and f.units <= job.units and f.priority >= job.priority), None)
+                if dominant is not None:
+                    # No easier than a head that just failed (more units, no higher priority): parked as long.
+                    cq.fails[job.bucket] = (*cq.fails[dominant.bucket][:1], job.seq, *cq.fails[dominant.bucket][2:])
+                else:
+                    entry = self._evaluate(cq, job)
+                    if entry is not None and (entry.mode == FIT or entry.targets):
+                        return entry
+                    # Not admissible now: parked until the cohort frees quota (at least what it lacks, if known).
+                    cq.fails[job.bucket] = (version, job.seq, *self._deficit(cq, job))
+                    failed.append(job)
+                    if entry is not None and cq.spec.reclaim_within_cohort != "Any":
+                        return entry  # preempting without candidates: it still holds quota back this cycle
             if cq.strict:
-                return None
+                break
+        cq.wake = self._wake(cq)
         return None
+
+    def _wake(self, cq: CQ) -> dict[tuple[str, str], int] | None:
+        """When every head is parked: per flavor resource, how much must have been released in the cohort before
+        any head could be admitted (None: on any release)."""
+        heads = sorted(heap[0] for heap in cq.buckets.values())
+        wake: dict[tuple[str, str], int] = {}
+        for head in heads[:1] if cq.strict else heads:
+            job = head[3]
+            fail = cq.fails.get(job.bucket)
+            if fail is None or fail[1] != job.seq or fail[2] is None or fail[4] <= 0:
+                return None
+            fr, at = fail[2], fail[3] + fail[4]
+            if at < wake.get(fr, at + 1):
+                wake[fr] = at
+        return wake
+
+    def _parked(self, cq: CQ, job: Job, version: int) -> bool:
+        """Whether a head that failed before still cannot be admitted: nothing was freed since, or less than it
+        lacked (freeing k units raises what it could get by at most k; admissions never raise it)."""
+        fail = cq.fails.get(job.bucket)
+        if fail is None or fail[1] != job.seq:
+            return False
+        if fail[0] == version:
+            return True
+        _, _, fr, released, deficit = fail
+        return fr is not None and cq.group.released.get(fr, 0) - released < deficit
+
+    def _deficit(self, cq: CQ, job: Job) -> tuple[tuple[str, str] | None, int, int]:
+        """(flavor resource, units released so far, units lacking) for a single-flavor head that failed."""
+        frs = cq.frs[job.bucket]
+        if len(frs) != 1:
+            return None, 0, 0
+        fr = frs[0]
+        if job.units > self.potential(cq, fr):
+            return fr, 0, 1 << 62
+        # Holds can vanish without a release (their preemptor admitted or given up): credit them up front.
+        held = self.held.get((id(cq.group), fr), 0)
+        last = self._last_short
+        short = last[2] if last[0] is job and last[1] == fr else self._shortfall(cq, job, fr)
+        return fr, cq.group.released.get(fr, 0), max(0, short - held)
 
     def _flavors(self, cq: CQ, job: Job) -> list[tuple[str, str]]:
         frs = []
@@ -360,6 +429,7 @@ class KueueScheduler:
 
     def _evaluate(self, cq: CQ, job: Job) -> Entry | None:
         """Flavor assignment: the first flavor where the job fits, else the first where preemption makes room."""
+        self._last_short = (None, None, 0)
         units = job.units
         preemptible = []
         for fr in cq.frs[job.bucket]:
@@ -403,17 +473,43 @@ class KueueScheduler:
             return other.priority < job.priority or (other.priority == job.priority and job.ts < other.ts)
         return False
 
-    def _could_make_room(self, cq: CQ, job: Job, fr: tuple[str, str]) -> bool:
-        """A cheap upper bound: can evicting everything evictable free enough? Skips hopeless searches."""
-        room = self.available(cq, fr)
-        policy = cq.spec.within_cluster_queue
+    def _shortfall(self, cq: CQ, job: Job, fr: tuple[str, str]) -> int:
+        """How many units the preemption search lacks at best, mirroring its options (0: it may succeed).
+
+        Freeing k units in the cohort lowers every term by at most k; admissions never lower them.
+        """
+        available = self.available(cq, fr)
+        own, others = self._evictable(cq, job, fr)
+        spec = cq.spec
+        units, usage, nominal = job.units, cq.usage[fr], cq.nominal[fr]
+        overall = units - (available + own + others)
+        if self.fair or usage + units <= nominal or spec.borrow_within_cohort not in (None, "Never"):
+            return max(0, overall)
+        # Would borrow and may not borrow while preempting: either take from its own queue only (borrowing),
+        # or evict enough of its own to end within nominal, and enough overall to fit.
+        return max(0, min(units - (available + own), max(usage - own + units - nominal, overall)))
+
+    def _evictable(self, cq: CQ, job: Job, fr: tuple[str, str]) -> tuple[int, int]:
+        """Usage the job's preemption policies allow it to evict: in its own queue, and borrowed by others."""
+        spec = cq.spec
+        policy = spec.within_cluster_queue
+        own = 0
         if policy != "Never":
-            room += sum(u for p, u in cq.prio_usage[fr].items()
-                        if p < job.priority or (p == job.priority and policy == "LowerOrNewerEqualPriority"))
-        if cq.group.real and cq.spec.reclaim_within_cohort != "Never":
-            room += sum(m.usage[fr] - m.nominal[fr] for m in cq.group.members
-                        if m is not cq and m.usage.get(fr, 0) > m.nominal.get(fr, 0))
-        return room >= job.units
+            own = sum(u for p, u in cq.prio_usage[fr].items()
+                      if p < job.priority or (p == job.priority and policy == "LowerOrNewerEqualPriority"))
+        others = 0
+        reclaim = spec.reclaim_within_cohort if cq.group.real else "Never"
+        if reclaim == "Any":
+            others = cq.group.borrowed.get(fr, 0) - max(0, cq.usage[fr] - cq.nominal[fr])
+        elif reclaim != "Never":
+            for m in cq.group.members:
+                borrowed = m.usage.get(fr, 0) - m.nominal.get(fr, 0)
+                if m is cq or borrowed <= 0:
+                    continue
+                if reclaim == "LowerPriority":
+                    borrowed = min(borrowed, sum(u for p, u in m.prio_usage[fr].items() if p < job.priority))
+                others += borrowed
+        return own, others
 
     @staticmethod
     def _order(cq: CQ):
@@ -426,7 +522,9 @@ class KueueScheduler:
         reclaim = spec.reclaim_within_cohort if cq.group.real else "Never"
         if spec.within_cluster_queue == "Never" and reclaim == "Never":
             return []
-        if not self._could_make_room(cq, job, fr):
+        short = self._shortfall(cq, job, fr)
+        self._last_short = (job, fr, short)
+        if short:
             return []
         same = [w for w in cq.admitted if w.flavor == fr[0] and w.resource == fr[1] and w.state != DONE
                 and self._within_allowed(cq, job, w)]

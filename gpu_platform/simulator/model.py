@@ -334,8 +334,9 @@ def _kueue_model(by_type, pools, namespaces, priorities, releases, warnings) -> 
         quotas: dict[tuple[str, str], Quota] = {}
         for g, group in enumerate(spec.get("resourceGroups") or []):
             for f, flavor in enumerate(group.get("flavors") or []):
-                if flavor["name"] not in flavors:
-                    flavors[flavor["name"]] = Flavor(flavor["name"], flavor["name"] if flavor["name"] in pools else None)
+                flavor_name = flavor["name"]
+                if flavor_name not in flavors:
+                    flavors[flavor_name] = Flavor(flavor_name, flavor_name if flavor_name in pools else None)
                 for r, item in enumerate(flavor.get("resources") or []):
                     where = f"ClusterQueue {name} resourceGroups[{g}].flavors[{f}].resources[{r}]"
                     quotas[(flavor["name"], item["name"])] = Quota(

@@ -60,7 +60,8 @@ def _by_gang(jobs, end: float) -> dict[str, Any]:
 def _counts(jobs) -> dict[str, int]:
     return {"jobs_submitted": len(jobs), "jobs_completed": sum(1 for j in jobs if j.state == DONE),
             "jobs_running_at_end": sum(1 for j in jobs if j.state in (RUNNING, EVICTING)),
-            "jobs_pending_at_end": sum(1 for j in jobs if j.state in PENDING)}
+            "jobs_pending_at_end": sum(1 for j in jobs if j.state in PENDING),
+            "jobs_deactivated": sum(1 for j in jobs if j.state == INACTIVE)}
 
 
 def _completion(jobs) -> dict[str, Any]:
@@ -131,7 +132,17 @@ def summarize(result: SimResult) -> dict[str, Any]:
         "jain_fairness": _round(jain(normalised), 4),
         "scheduling_cycles": result.cycles,
     }
-    return {"overall": overall, "teams": teams, "series": series(result, t0)}
+    pools = {}
+    per_pool: dict[str, int] = {}
+    for name in result.groups:
+        per_pool[name.partition("/")[0]] = per_pool.get(name.partition("/")[0], 0) + 1
+    for name, group in result.groups.items():
+        pool = name.partition("/")[0]
+        pools[pool if per_pool[pool] == 1 else name] = {"capacity_gpus": _round(group["capacity_gpus"], 2),
+                       "allocated_share": _round(group["used_gpu_s"] / span / group["capacity_gpus"], 4)
+                       if group["capacity_gpus"] else None,
+                       "idle_gpu_minutes_while_pending": _round(group["idle_pending_gpu_s"] / 60)}
+    return {"overall": overall, "teams": teams, "pools": pools, "series": series(result, t0)}
 
 
 def series(result: SimResult, t0: float, points: int = SERIES_POINTS) -> dict[str, Any]:
@@ -193,7 +204,8 @@ OVERALL_ROWS = (
     ("allocated_share", "allocated share of capacity"), ("usage_vs_nominal", "usage vs nominal quota"),
     ("jobs_submitted", "jobs submitted"), ("jobs_completed", "jobs completed"),
     ("jobs_running_at_end", "jobs running at end"), ("jobs_pending_at_end", "jobs pending at end"),
-    ("jobs_stalled", "jobs stalled (partial gangs)"), ("queue_delay_p50_s", "queueing delay p50"),
+    ("jobs_deactivated", "  of which deactivated (requeue limit)"), ("jobs_stalled", "jobs stalled (partial gangs)"),
+    ("queue_delay_p50_s", "queueing delay p50"),
     ("queue_delay_p95_s", "queueing delay p95"), ("queue_delay_p99_s", "queueing delay p99"),
     ("completion_time_p50_s", "completion time p50"), ("completion_time_p95_s", "completion time p95"),
     ("preemptions", "preemptions"), ("preempted_gpu_hours", "GPU-hours lost to preemption"),
@@ -213,6 +225,20 @@ def _rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
     for key, label in OVERALL_ROWS:
         rows.append((label, _fmt(key, report["overall"].get(key)),
                      _fmt(key, base["overall"].get(key)) if base else ""))
+        if key == "preemptions":
+            reasons = sorted(set(report["overall"]["preemptions_by_reason"])
+                             | set(base["overall"]["preemptions_by_reason"] if base else ()))
+            for reason in reasons:
+                rows.append((f"  {reason}", _fmt("", report["overall"]["preemptions_by_reason"].get(reason, 0)),
+                             _fmt("", base["overall"]["preemptions_by_reason"].get(reason, 0)) if base else ""))
+    for pool, data in report["pools"].items():
+        theirs = base["pools"][pool] if base else None
+        rows.append((f"pool {pool} ({_fmt('', data['capacity_gpus'])} GPUs) allocated share",
+                     _fmt("allocated_share", data["allocated_share"]),
+                     _fmt("allocated_share", theirs["allocated_share"]) if theirs else ""))
+        rows.append((f"pool {pool} GPU-minutes idle while jobs wait",
+                     _fmt("", data["idle_gpu_minutes_while_pending"]),
+                     _fmt("", theirs["idle_gpu_minutes_while_pending"]) if theirs else ""))
     for low, high, name in GANG_BUCKETS:
         mine = report["overall"]["queue_delay_by_gang"].get(name)
         theirs = base["overall"]["queue_delay_by_gang"].get(name) if base else None

@@ -239,8 +239,10 @@ def synthetic(teams: list[str] | dict[str, float], jobs: int = 1000, seed: int =
 
 
 def parse_synthetic(spec: str, teams: list[str], seed: int) -> list[TraceJob]:
-    """`synthetic[:key=value,...]`: jobs, interarrival, median, sigma, max, pool, teams (a/b/c), gangs (1:60/8:40)."""
+    """`synthetic[:key=value,...]`: jobs, interarrival, median, sigma, max, pool, teams (`a/b` or weighted
+    `a:3/b:1`), gangs (`1:60/8:40`)."""
     options: dict[str, Any] = {}
+    weights: dict[str, float] = {t: 1.0 for t in teams}
     body = spec.partition(":")[2]
     known = ("jobs", "interarrival", "median", "sigma", "max", "pool", "teams", "gangs")
     for part in filter(None, (p.strip() for p in body.split(","))):
@@ -259,12 +261,12 @@ def parse_synthetic(spec: str, teams: list[str], seed: int) -> list[TraceJob]:
             elif key == "pool":
                 options["pool"] = value
             elif key == "teams":
-                teams = [t for t in value.split("/") if t]
+                weights = {name: float(w or 1) for name, _, w in (t.partition(":") for t in value.split("/") if t)}
             else:
                 options["gangs"] = {int(k): float(w) for k, _, w in (g.partition(":") for g in value.split("/"))}
         except ValueError:
             raise SimulationError(f"synthetic trace option {part!r}: bad value") from None
-    return synthetic(teams, seed=seed, **options)
+    return synthetic(weights, seed=seed, **options)
 
 
 # ---- team mapping ----------------------------------------------------------------------------------------------

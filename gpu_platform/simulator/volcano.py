@@ -232,8 +232,8 @@ class VolcanoScheduler:
                     if other is q or not other.spec.reclaimable:
                         continue
                     spare = other.allocated.get(resource, 0) - other.deserved.get(resource, 0)
-                    for w in sorted((w for w in other.admitted if w.state in (ADMITTED, RUNNING) and w.resource == resource),
-                                    key=lambda w: (w.priority, -(w.start_t or w.admit_t), w.seq)):
+                    running = (w for w in other.admitted if w.state in (ADMITTED, RUNNING) and w.resource == resource)
+                    for w in sorted(running, key=lambda w: (w.priority, -(w.start_t or w.admit_t), w.seq)):
                         if spare <= 0:
                             break
                         victims.append(w)
