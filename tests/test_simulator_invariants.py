@@ -38,3 +38,41 @@ def test_random_traces_keep_every_invariant(seed, fair, gang, horizon):
     assert result.checks["events"] > 500
     if horizon is None and gang:
         assert o["jobs_completed"] + o["jobs_pending_at_end"] == 250 and o["jobs_running_at_end"] == 0
+
+
+def test_bench_scenario_entry_point():
+    # The benchmark issue calls this with 100,000 jobs; a small run checks the shape (figures in docs/simulator.md).
+    from gpu_platform.simulator import bench_scenario
+
+    out = bench_scenario(n_jobs=300, gpus=64, queues=6, cohorts=2)
+    assert out["jobs"] == out["completed"] == 300 and out["gpus"] == 64 and out["queues"] == 6
+    assert out["wall_s"] < 10 and 0 < out["allocated_share"] <= 1
+
+
+@pytest.mark.parametrize("fair, mixed", [(False, True), (True, True), (False, False)])
+def test_fast_paths_change_no_outcome(fair, mixed):
+    # The preemption-search bound and the parking of heads until enough quota is freed are shortcuts: with them
+    # off (every head re-evaluated, every search run), every admission and eviction is the same.
+    from dataclasses import replace
+
+    from gpu_platform.simulator.scenarios import DEFAULT_TIMING, bench_model, bench_trace
+
+    model = bench_model(gpus=96, queues=6, cohorts=2)
+    model = replace(model, fair_sharing=fair)
+    trace = bench_trace(model, 1000, seed=3, mixed_priorities=mixed)
+
+    def history(exhaustive: bool):
+        sim = Simulation(model, build_jobs(model, trace), DEFAULT_TIMING)
+        if exhaustive:
+            sim.scheduler._deficit = lambda cq, job: (None, 0, 0)
+            sim.scheduler._shortfall = lambda cq, job, fr: 0
+        events = []
+        admit, evict = sim.admit, sim.evict
+        sim.admit = lambda job, *a, **kw: (events.append(("admit", sim.now, job.id)), admit(job, *a, **kw))
+        sim.evict = lambda job, reason, t: (events.append(("evict", t, job.id, reason)), evict(job, reason, t))
+        sim.run()
+        return events
+
+    fast = history(False)
+    assert len(fast) > 1000 and any(e[0] == "evict" for e in fast)
+    assert fast == history(True)

@@ -48,6 +48,11 @@ def test_idle_gpus_while_jobs_wait_are_counted():
     o = summarize(result)["overall"]
     assert o["jobs_pending_at_end"] == 1
     assert o["idle_gpu_minutes_while_pending"] == pytest.approx((6 * 100 + 8 * 100) / 60, abs=0.1)
+    # A job submitted after the horizon is not counted as submitted, nor waiting.
+    result, _ = run(model, [("a1", "a", 0, 100, 8), ("b1", "b", 0, 100, 2), ("late", "b", 500, 10, 1)],
+                    horizon=200)
+    o = summarize(result)["overall"]
+    assert (o["jobs_submitted"], o["jobs_after_horizon"], o["queue_delay_p50_s"]) == (2, 1, 0)
     assert summarize(result)["pools"]["p"]["idle_gpu_minutes_while_pending"] == o["idle_gpu_minutes_while_pending"]
 
 

@@ -37,8 +37,7 @@ REASONS = {RECLAIM: "InCohortReclamation", RECLAIM_WITHOUT_BORROWING: "InCohortR
 class Cohort:
     """Flat cohort totals: what members lend (SubtreeQuota) and what they use of it."""
 
-    __slots__ = ("name", "members", "lendable", "usage", "version", "real", "lendable_by_resource", "released",
-                 "borrowed")
+    __slots__ = ("name", "members", "lendable", "usage", "version", "real", "lendable_by_resource", "released")
 
     def __init__(self, name: str, real: bool):
         self.name, self.real = name, real
@@ -47,7 +46,6 @@ class Cohort:
         self.usage: dict[tuple[str, str], int] = {}
         self.lendable_by_resource: dict[str, int] = {}
         self.released: dict[tuple[str, str], int] = {}  # units freed so far, per flavor resource
-        self.borrowed: dict[tuple[str, str], int] = {}  # sum over members of usage above nominal
         self.version = 0
 
 
@@ -55,7 +53,7 @@ class CQ:
     """A ClusterQueue's live state."""
 
     __slots__ = ("name", "spec", "idx", "group", "nominal", "bl", "guar", "usage", "prio_usage", "buckets", "fails",
-                 "admitted", "strict", "weight", "frs", "sticky", "potential", "wake")
+                 "admitted", "strict", "weight", "frs", "sticky", "potential", "wake", "sizes")
 
     def __init__(self, name, spec, idx, group):
         self.name, self.spec, self.idx, self.group = name, spec, idx, group
@@ -73,6 +71,7 @@ class CQ:
         self.sticky: Job | None = None  # a head waiting for its preemption targets to go (kueue#7157)
         self.potential: dict[tuple[str, str], int] = {}
         self.wake: dict[tuple[str, str], int] | None = None  # see _wake
+        self.sizes: dict[tuple[str, str], dict[int, int]] = {fr: {} for fr in spec.quotas}  # admitted job sizes
 
 
 class Entry:
@@ -142,7 +141,13 @@ class KueueScheduler:
     def release(self, job: Job, t: float, evicted: bool = False, was_admitted: bool = False) -> None:
         cq = self.cqs[job.queue]
         cq.admitted.pop(job, None)
-        self._use(cq, (job.flavor, job.resource), -job.units, job.priority)
+        fr = (job.flavor, job.resource)
+        sizes = cq.sizes[fr]
+        if sizes[job.units] == 1:
+            del sizes[job.units]
+        else:
+            sizes[job.units] -= 1
+        self._use(cq, fr, -job.units, job.priority)
         if self.block and was_admitted:
             self.unready -= 1
 
@@ -182,9 +187,6 @@ class KueueScheduler:
         if group.real:
             guaranteed = cq.guar[fr]
             group.usage[fr] += max(0, usage + delta - guaranteed) - max(0, usage - guaranteed)
-            nominal = cq.nominal[fr]
-            group.borrowed[fr] = (group.borrowed.get(fr, 0) + max(0, usage + delta - nominal)
-                                  - max(0, usage - nominal))
         cq.usage[fr] = usage + delta
 
     def _use(self, cq: CQ, fr: tuple[str, str], delta: int, priority: int) -> None:
@@ -408,7 +410,8 @@ class KueueScheduler:
     def _deficit(self, cq: CQ, job: Job) -> tuple[tuple[str, str] | None, int, int]:
         """(flavor resource, units released so far, units lacking) for a single-flavor head that failed."""
         frs = cq.frs[job.bucket]
-        if len(frs) != 1:
+        if len(frs) != 1 or self.fair:
+            # With fair sharing an admission can raise another queue's share and so make room: no shortcut.
             return None, 0, 0
         fr = frs[0]
         if job.units > self.potential(cq, fr):
@@ -458,6 +461,8 @@ class KueueScheduler:
         if not heap:
             del cq.buckets[job.bucket]
         cq.admitted[job] = None
+        sizes = cq.sizes[fr]
+        sizes[job.units] = sizes.get(job.units, 0) + 1
         job.flavor = fr[0]
         self._use(cq, fr, job.units, job.priority)
         if self.block:
@@ -476,7 +481,7 @@ class KueueScheduler:
     def _shortfall(self, cq: CQ, job: Job, fr: tuple[str, str]) -> int:
         """How many units the preemption search lacks at best, mirroring its options (0: it may succeed).
 
-        Freeing k units in the cohort lowers every term by at most k; admissions never lower them.
+        Freeing k units in the cohort lowers it by at most k; in classical preemption admissions never lower it.
         """
         available = self.available(cq, fr)
         own, others = self._evictable(cq, job, fr)
@@ -499,16 +504,16 @@ class KueueScheduler:
                       if p < job.priority or (p == job.priority and policy == "LowerOrNewerEqualPriority"))
         others = 0
         reclaim = spec.reclaim_within_cohort if cq.group.real else "Never"
-        if reclaim == "Any":
-            others = cq.group.borrowed.get(fr, 0) - max(0, cq.usage[fr] - cq.nominal[fr])
-        elif reclaim != "Never":
+        if reclaim != "Never":
             for m in cq.group.members:
                 borrowed = m.usage.get(fr, 0) - m.nominal.get(fr, 0)
                 if m is cq or borrowed <= 0:
                     continue
+                # Evicting stops once a queue is back within nominal, but its last victim may take it below.
+                most = borrowed + max(m.sizes[fr], default=1) - 1
                 if reclaim == "LowerPriority":
-                    borrowed = min(borrowed, sum(u for p, u in m.prio_usage[fr].items() if p < job.priority))
-                others += borrowed
+                    most = min(most, sum(u for p, u in m.prio_usage[fr].items() if p < job.priority))
+                others += most
         return own, others
 
     @staticmethod

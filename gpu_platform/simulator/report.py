@@ -79,8 +79,9 @@ def jain(values: list[float]) -> float | None:
 
 
 def summarize(result: SimResult) -> dict[str, Any]:
-    """Overall and per-team metrics, plus the allocation time series."""
-    jobs = result.jobs
+    """Overall and per-team metrics, plus the allocation time series; jobs submitted after the end (a
+    `--horizon` before the trace's last arrival) are left out and counted apart."""
+    jobs = [j for j in result.jobs if j.submit <= result.end]
     t0 = min((j.submit for j in jobs), default=0.0)
     span = max(result.end - t0, 1e-9)
     capacity = result.capacity_gpus
@@ -117,6 +118,7 @@ def summarize(result: SimResult) -> dict[str, Any]:
     overall = {
         **_counts(jobs),
         "jobs_stalled": result.stalled,
+        "jobs_after_horizon": len(result.jobs) - len(jobs),
         "capacity_gpus": _round(capacity, 2),
         "span_s": _round(span),
         "allocated_share": _round(total_alloc / capacity, 4) if capacity else None,
@@ -202,7 +204,8 @@ def _duration(seconds: float) -> str:
 
 OVERALL_ROWS = (
     ("allocated_share", "allocated share of capacity"), ("usage_vs_nominal", "usage vs nominal quota"),
-    ("jobs_submitted", "jobs submitted"), ("jobs_completed", "jobs completed"),
+    ("jobs_submitted", "jobs submitted"), ("jobs_after_horizon", "jobs submitted after the horizon (left out)"),
+    ("jobs_completed", "jobs completed"),
     ("jobs_running_at_end", "jobs running at end"), ("jobs_pending_at_end", "jobs pending at end"),
     ("jobs_deactivated", "  of which deactivated (requeue limit)"), ("jobs_stalled", "jobs stalled (partial gangs)"),
     ("queue_delay_p50_s", "queueing delay p50"),
@@ -223,6 +226,8 @@ def _rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
     base = report.get("baseline")
     rows = []
     for key, label in OVERALL_ROWS:
+        if key == "jobs_after_horizon" and not report["overall"][key]:
+            continue
         rows.append((label, _fmt(key, report["overall"].get(key)),
                      _fmt(key, base["overall"].get(key)) if base else ""))
         if key == "preemptions":
