@@ -345,7 +345,8 @@ def render_html(report: dict[str, Any], result: SimResult, baseline: SimResult |
     alloc_lines = []
     runs = [("stack", report, False)] + ([(base_name, report["baseline"], True)] if baseline else [])
     for label, data, dashed in runs:
-        hours = [t / 3600 for t in data["series"]["t_s"]]
+        start = data["series"]["t_s"][0]
+        hours = [(t - start) / 3600 for t in data["series"]["t_s"]]
         for team in teams:
             values = data["series"]["allocated_gpus"][team]
             alloc_lines.append((f"{team} ({label})", colours[team], dashed, list(zip(hours, values))))
