@@ -111,3 +111,19 @@ def test_simulate_command_rejects_bad_traces_with_exit_2(plan_file, tmp_path, ca
 def test_simulate_command_rejects_bad_node_overrides(plan_file, capsys):
     assert main(["simulate", "--plan", str(plan_file), "--trace", "synthetic:jobs=5", "--nodes", "p=two"]) == 2
     assert "--nodes 'p=two': expected POOL=N" in capsys.readouterr().err
+
+
+def test_malformed_trace_exits_2_without_traceback_as_a_module(plan_file, tmp_path):
+    # `python -m gpu_platform.cli` runs the CLI as __main__: the error must still be a clean exit 2.
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    trace = tmp_path / "trace.csv"
+    trace.write_text("j1,a,0,100,8\nj2,b,later,100,4\n")
+    proc = subprocess.run([sys.executable, "-m", "gpu_platform.cli", "simulate", "--plan", str(plan_file),
+                           "--trace", str(trace)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "trace.csv:2: submit_s must be a number, got 'later'" in proc.stderr
+    assert "Traceback" not in proc.stderr

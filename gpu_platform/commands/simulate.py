@@ -1,9 +1,10 @@
 """`gpu-platform simulate`: replay a GPU job trace against the queues a stack plans, next to a baseline."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from gpu_platform.cli import UsageError, add_stack_arguments, write_output
+from gpu_platform.cli import USAGE_ERROR, UsageError, add_stack_arguments, write_output
 
 BASELINES = ("static", "no-gang", "none")
 TRACE_FORMATS = ("csv", "gavel", "synthetic")
@@ -55,46 +56,55 @@ def _trace_format(args) -> str:
 
 
 def run(args) -> int:
+    from gpu_platform.simulator import SimulationError
+
+    # Handled here rather than by the CLI's except clause: under `python -m gpu_platform.cli` that module is
+    # `__main__`, whose UsageError is not the class imported above.
+    try:
+        return _run(args)
+    except (SimulationError, UsageError) as exc:
+        print(f"gpu-platform simulate: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def _run(args) -> int:
     from dataclasses import replace
 
-    from gpu_platform.simulator import DEFAULT_TIMING, SimulationError, load_model, simulate
+    from gpu_platform.simulator import DEFAULT_TIMING, load_model, simulate
     from gpu_platform.simulator import traces
     from gpu_platform.simulator.report import build_report, render_html, render_json, render_table
 
-    try:
-        if args.plan:
-            model = load_model(args.plan)
-        else:
-            from gpu_platform.engine import plan_stack
+    if args.plan:
+        model = load_model(args.plan)
+    else:
+        from gpu_platform.engine import plan_stack
 
-            model = load_model(plan_stack(args.stack, args.file))
-        model = model.with_nodes(_nodes(args.nodes))
-        if args.placement:
-            model = model.with_placement(args.placement)
-        fmt = _trace_format(args)
-        stack_teams = list(model.teams)
-        if fmt == "synthetic":
-            trace = traces.parse_synthetic(args.trace, stack_teams, args.seed)
-        elif fmt == "gavel":
-            trace = traces.read_gavel(args.trace, args.runtimes, args.seed)
-        else:
-            trace = traces.read_csv(args.trace)
-        mapping = args.team_map if args.team_map in (None, "auto") else traces.read_team_map(args.team_map)
-        trace = traces.map_teams(trace, stack_teams, mapping,
-                                 known=lambda name: (model.team_for(name).name if model.team_for(name) else None))
-        timing = DEFAULT_TIMING if args.cycle is None else replace(DEFAULT_TIMING, cycle_s=args.cycle)
-        result = simulate(model, trace, timing, args.horizon, args.pool)
-        baseline = None
-        if args.baseline != "none":
-            variant = model.static() if args.baseline == "static" else model.without_gang()
-            baseline = simulate(variant, trace, timing, args.horizon, args.pool)
-    except SimulationError as exc:
-        raise UsageError(str(exc)) from None
-    meta = {"stack": model.source, "trace_name": args.trace if fmt != "synthetic" else args.trace,
-            "trace_format": fmt, "scheduler": model.scheduler, "cycle_s": timing.cycle_s,
-            "baseline": None if args.baseline == "none" else args.baseline, "seed": args.seed,
-            "placement": model.placement, "gang": model.gang.enabled, "fair_sharing": model.fair_sharing,
-            "nodes": {name: pool.nodes for name, pool in model.pools.items()}, "warnings": list(model.warnings)}
+        model = load_model(plan_stack(args.stack, args.file))
+    model = model.with_nodes(_nodes(args.nodes))
+    if args.placement:
+        model = model.with_placement(args.placement)
+    fmt = _trace_format(args)
+    stack_teams = list(model.teams)
+    if fmt == "synthetic":
+        trace = traces.parse_synthetic(args.trace, stack_teams, args.seed)
+    elif fmt == "gavel":
+        trace = traces.read_gavel(args.trace, args.runtimes, args.seed)
+    else:
+        trace = traces.read_csv(args.trace)
+    mapping = args.team_map if args.team_map in (None, "auto") else traces.read_team_map(args.team_map)
+    trace = traces.map_teams(trace, stack_teams, mapping,
+                             known=lambda name: (model.team_for(name).name if model.team_for(name) else None))
+    timing = DEFAULT_TIMING if args.cycle is None else replace(DEFAULT_TIMING, cycle_s=args.cycle)
+    result = simulate(model, trace, timing, args.horizon, args.pool)
+    baseline = None
+    if args.baseline != "none":
+        variant = model.static() if args.baseline == "static" else model.without_gang()
+        baseline = simulate(variant, trace, timing, args.horizon, args.pool)
+    meta = {"stack": model.source, "trace_name": args.trace, "trace_format": fmt, "scheduler": model.scheduler,
+            "cycle_s": timing.cycle_s, "baseline": None if args.baseline == "none" else args.baseline,
+            "seed": args.seed, "placement": model.placement, "gang": model.gang.enabled,
+            "fair_sharing": model.fair_sharing, "nodes": {name: pool.nodes for name, pool in model.pools.items()},
+            "warnings": list(model.warnings)}
     report = build_report(result, baseline, meta)
     if args.format == "json":
         text = render_json(report)
