@@ -17,7 +17,6 @@ from gpu_platform.simulator.errors import SimulationError
 from gpu_platform.simulator.model import ANY_FLAVOR, GPU, Model
 
 QUEUED, BACKOFF, ADMITTED, RUNNING, DONE, INACTIVE, EVICTING = range(7)
-STATE_NAMES = ("queued", "backoff", "admitted", "running", "done", "inactive", "evicting")
 # Event kinds, in the order they are handled when they fall on the same instant.
 FINISH, EVICTED, TIMEOUT, REQUEUE, ARRIVAL, CYCLE = range(6)
 
@@ -223,6 +222,7 @@ class Simulation:
         self.idle_area = 0.0
         self.preemptions: list[Preemption] = []
         self.checks = {"events": 0}
+        # Imported here: the schedulers import this module.
         if model.scheduler == "volcano":
             from gpu_platform.simulator.volcano import VolcanoScheduler
             self.scheduler = VolcanoScheduler(self)

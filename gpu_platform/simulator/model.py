@@ -30,7 +30,6 @@ PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
 
 GPU = "nvidia.com/gpu"
 ANY_FLAVOR = "*"  # Volcano queues count resources by name across every pool
-PLACEMENTS = ("spread", "binpack")
 UNLIMITED = None
 
 
@@ -181,10 +180,6 @@ class Model:
         return replace(self, placement=placement)
 
     # ---- lookups ----------------------------------------------------------------------------------------------
-    def pool_of(self, flavor: str) -> Pool | None:
-        f = self.flavors.get(flavor)
-        return self.pools.get(f.pool) if f and f.pool else None
-
     def resolve_priority(self, token: str | int | None, default: int) -> int:
         """An integer, a WorkloadPriorityClass/PriorityClass name, or a level (`high` -> `gpu-high`)."""
         if token is None or token == "":

@@ -9,7 +9,7 @@ from typing import Any
 
 from gpu_platform.simulator.engine import SimResult, Simulation, Timing, build_jobs
 from gpu_platform.simulator.model import Flavor, Gang, Model, Pool, Queue, Quota, Team
-from gpu_platform.simulator.traces import TraceJob, synthetic
+from gpu_platform.simulator.traces import DEFAULT_GANGS, TraceJob, synthetic
 
 # kubernetes-sigs/kueue test/performance/scheduler/configs/baseline: generator.yaml and the averages of five
 # real runs recorded in rangespec.yaml (ClusterQueue usage in %, time to admission in seconds).
@@ -87,7 +87,7 @@ def bench_trace(model: Model, n_jobs: int, load: float = 0.9, seed: int = 0,
     """Synthetic jobs sized so the offered load is `load` of the pool. Each team runs at its own priority (one
     in five high, one in five low), as a team's jobs do by default on this platform; `mixed_priorities` instead
     draws each job's priority (30 % low, 60 % normal, 10 % high), a stress case with many more preemptions."""
-    gangs = {1: 0.55, 2: 0.1, 4: 0.15, 8: 0.15, 16: 0.05}
+    gangs = DEFAULT_GANGS
     median, sigma = 1800.0, 1.5
     mean_units = sum(k * w for k, w in gangs.items())
     mean_duration = median * 2.718281828 ** (sigma * sigma / 2)

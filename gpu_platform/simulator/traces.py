@@ -207,10 +207,7 @@ def read_gavel(path: str | Path, runtimes: str | Path | None = None, seed: int =
 
 # ---- synthetic -------------------------------------------------------------------------------------------------
 
-SYNTHETIC_DEFAULTS: dict[str, Any] = {
-    "jobs": 1000, "interarrival": 120.0, "gangs": {1: 0.55, 2: 0.1, 4: 0.15, 8: 0.15, 16: 0.05},
-    "median": 1800.0, "sigma": 1.5, "max": 7 * 86400.0,
-}
+DEFAULT_GANGS = {1: 0.55, 2: 0.1, 4: 0.15, 8: 0.15, 16: 0.05}  # gang size -> share of jobs
 
 
 def synthetic(teams: list[str] | dict[str, float], jobs: int = 1000, seed: int = 0, interarrival: float = 120.0,
@@ -224,7 +221,7 @@ def synthetic(teams: list[str] | dict[str, float], jobs: int = 1000, seed: int =
     weights = teams if isinstance(teams, dict) else {t: 1.0 for t in teams}
     if not weights or jobs < 1 or interarrival <= 0 or median <= 0 or sigma < 0:
         raise SimulationError("synthetic trace needs teams, jobs >= 1, interarrival > 0, median > 0, sigma >= 0")
-    gangs = gangs or dict(SYNTHETIC_DEFAULTS["gangs"])
+    gangs = gangs or DEFAULT_GANGS
     rng = random.Random(seed)
     names, team_w = list(weights), list(weights.values())
     sizes, size_w = list(gangs), list(gangs.values())
