@@ -57,4 +57,8 @@ def add_stack_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run through the imported module: under `python -m` this file is `__main__`, and its UsageError would be a
+    # different class from the one the commands import and raise.
+    from gpu_platform import cli
+
+    sys.exit(cli.main())

@@ -109,3 +109,9 @@ def test_cli_catalog_lists_one_cloud():
     result = cli("catalog", "--cloud", "gcp")
     assert result.returncode == 0
     assert "a3-highgpu-8g" in result.stdout and "p5.48xlarge" not in result.stdout
+
+
+def test_cli_usage_errors_exit_2_without_traceback_under_python_m():
+    result = cli("check", "--plan", "/nonexistent/plan.json")
+    assert result.returncode == 2
+    assert "cannot read /nonexistent/plan.json" in result.stderr and "Traceback" not in result.stderr
