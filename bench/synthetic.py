@@ -15,8 +15,21 @@ _POOL_SHAPES = (
 )
 
 
+POOLS_PER_TEAM = 2  # teams use a few pools each, as real ones do; every resource then stays the same size
+
+
+def team_pools(team: int, gpu_pools: list[dict]) -> list[str]:
+    """A few pools per team; a time-slicing pool belongs to one team only (GPU002): the team of its own index."""
+    picks = {(team + k) % len(gpu_pools) for k in range(POOLS_PER_TEAM)}
+    return sorted(gpu_pools[i]["name"] for i in picks if not _shared(gpu_pools[i]) or i == team)
+
+
+def _shared(pool: dict) -> bool:
+    return pool.get("sharing", {}).get("mode") == "time-slicing"
+
+
 def synthetic_stack(teams: int, pools: int, max_nodes: int = 64) -> dict:
-    """An aws production stack with `teams` teams, each holding a small quota on every pool."""
+    """A compliant aws production stack: `teams` teams, each with a small quota on a few of `pools` pools."""
     gpu_pools = [{"name": f"pool-{i}", "minNodes": 0, "maxNodes": max_nodes, **_POOL_SHAPES[i % len(_POOL_SHAPES)]}
                  for i in range(pools)]
     return {"config": {
@@ -25,8 +38,8 @@ def synthetic_stack(teams: int, pools: int, max_nodes: int = 64) -> dict:
         "gpu-platform:cluster": {"name": "bench", "region": "us-east-1"},
         "gpu-platform:gpuPools": gpu_pools,
         "gpu-platform:scheduler": {"kind": "kueue", "gang": {"enabled": True, "timeout": "10m"}},
-        "gpu-platform:teams": [{"name": f"team-{t}", "quotas": {p["name"]: 1 for p in gpu_pools}, "borrowingLimit": 1}
-                               for t in range(teams)],
+        "gpu-platform:teams": [{"name": f"team-{t}", "quotas": {name: 1 for name in team_pools(t, gpu_pools)},
+                                "borrowingLimit": 1} for t in range(teams)],
         "gpu-platform:observability": {"prometheus": {"install": True}},
     }}
 

@@ -130,13 +130,14 @@ def check(plan: Plan, ctx: StackContext, location_file: str | None = None) -> Re
     """Evaluate every rule of the pack and point each finding at its line in `location_file` (stack or plan file)."""
     from dataclasses import replace
 
-    from gpu_platform.policy.locate import StackFile
+    from gpu_platform.policy.locate import StackFile, display_path
     from policies.rules import BY_ID, RULES
 
     report = evaluate(plan, ctx, RULES)
     source = location_file or plan.stack_file
     if source:
+        report.source = display_path(source)
+    if source and report.findings:  # parsing the file for line numbers costs more than the rules: only when needed
         lines = StackFile(source)
         report.findings = [replace(f, location=lines.locate(f, BY_ID[f.rule].config_key)) for f in report.findings]
-        report.source = lines.path
     return report

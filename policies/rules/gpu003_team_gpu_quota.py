@@ -24,15 +24,17 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     if not teams:
         args.not_applicable("no team namespaces (Namespaces labelled gpu-platform.io/team)")
     resources = advertised(graph)
+    # A scoped quota only limits the pods its scope selects: the cap must hold for every pod.
+    unscoped: dict[str, list] = {}
+    for quota in graph.of_type(k8s.RESOURCE_QUOTA):
+        if not get(quota.props, "spec.scopeSelector") and not get(quota.props, "spec.scopes"):
+            unscoped.setdefault(k8s.namespace(quota), []).append(quota)
     pending = Pending()
     for namespace, resource in sorted(teams.items()):
         with pending.each():
-            # A scoped quota only limits the pods its scope selects: the cap must hold for every pod.
             hard: dict[str, object] = {}
-            for quota in graph.of_type(k8s.RESOURCE_QUOTA):
-                if k8s.namespace(quota) == namespace and not get(quota.props, "spec.scopeSelector") \
-                        and not get(quota.props, "spec.scopes"):
-                    hard.update({str(k): v for k, v in mapping(get(quota.props, "spec.hard")).items()})
+            for quota in unscoped.get(namespace, ()):
+                hard.update({str(k): v for k, v in mapping(get(quota.props, "spec.hard")).items()})
             missing = [r for r in resources if f"requests.{r}" not in hard]
             if missing:
                 report(f"team namespace {namespace!r} has no ResourceQuota capping "
