@@ -35,6 +35,13 @@ def check_plan(plan):
     return check(plan, context.for_config(plan.config))
 
 
+def simulate() -> None:
+    """The simulator's speed scenario (100,000 jobs, 1,000 GPUs, 30 queues in 5 cohorts) in its own process."""
+    from gpu_platform.simulator import bench_scenario
+
+    print(json.dumps(bench_scenario()))
+
+
 def main(mode: str, stack_file: str) -> None:
     seen = _first_resource_clock()
     from gpu_platform.engine import plan_stack
@@ -53,4 +60,4 @@ def main(mode: str, stack_file: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    simulate() if sys.argv[1] == "simulate" else main(sys.argv[1], sys.argv[2])

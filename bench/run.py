@@ -28,10 +28,11 @@ REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
 BEST = min
 
 
-def probe(mode: str, stack_file: Path) -> dict:
-    """Run one plan or check in a fresh interpreter and read its own figures."""
+def probe(mode: str, stack_file: Path | None = None) -> dict:
+    """Run one plan, check or simulation in a fresh interpreter and read its own figures."""
     env = {**os.environ, "BENCH_T0": repr(time.time())}
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "probe.py"), mode, str(stack_file)], cwd=ROOT,
+    args = [str(stack_file)] if stack_file else []
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "probe.py"), mode, *args], cwd=ROOT,
                          env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.splitlines()[-1])
 
@@ -99,6 +100,9 @@ def main() -> None:
             results["scaling"][f"{teams}x{pools}"] = warm
             print(f"{teams:>5} x {pools:<8}{warm['resources']:>6}{warm['plan_s']:>9.2f}{warm['per_resource_ms']:>9.2f}"
                   f"{warm['overhead_ratio']:>10.2f}{100 * warm['policy_cost_ratio']:>9.1f}%{warm['failing_findings']:>5}")
+    sim = results["simulator"] = probe("simulate")
+    print(f"\nsimulator: {sim['jobs']:,} jobs on {int(sim['gpus']):,} GPUs, {sim['queues']} queues in {sim['cohorts']} cohorts: "
+          f"{sim['wall_s']:.1f} s, {sim['peak_rss_mb']} MB peak  (target <= 60 s, <= 1 GB)")
     sizes = list(results["scaling"].values())
     growth = sizes[-1]["per_resource_ms"] / sizes[0]["per_resource_ms"]
     results["summary"] = {
