@@ -39,3 +39,19 @@ def upstream(relative: str) -> Path:
     if not path.exists():
         pytest.skip(f"../shared/upstream not present ({path}): upstream conformance needs the shared fixtures")
     return path
+
+
+def strict_schema(schema):
+    """A CRD schema with unknown fields as errors: additionalProperties false wherever properties are listed and
+    neither additionalProperties nor x-kubernetes-preserve-unknown-fields opens the object. Go regexps may set
+    flags after `^`; Python wants them first."""
+    if isinstance(schema, list):
+        return [strict_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: strict_schema(v) for k, v in schema.items()}
+    if isinstance(out.get("pattern"), str):
+        out["pattern"] = out["pattern"].replace("^(?i)", "(?i)^")
+    if "properties" in out and "additionalProperties" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
+        out["additionalProperties"] = False
+    return out

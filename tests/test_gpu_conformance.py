@@ -17,7 +17,7 @@ from components.gpu.dcgm import METRICS
 from components.gpu.mig import mig_configs
 from components.gpu.operator import CHART_VERSION, operator_values
 from components.gpu.sharing import DEFAULT_ENTRY, device_plugin_configs
-from conftest import upstream
+from conftest import strict_schema, upstream
 from test_gpu_values import CLOUDS, MATRIX, SHARING, raw_config
 
 # Chart keys documented only as commented-out examples in values.yaml, yet real: the ClusterPolicy CRD has them
@@ -133,23 +133,10 @@ def cluster_policy_spec_schema() -> dict:
     return version["schema"]["openAPIV3Schema"]["properties"]["spec"]
 
 
-def strict(schema):
-    """The schema with unknown fields rejected wherever it lists properties and does not allow extras."""
-    if isinstance(schema, dict):
-        schema = {k: strict(v) for k, v in schema.items()}
-        if ("properties" in schema and "additionalProperties" not in schema
-                and not schema.get("x-kubernetes-preserve-unknown-fields")):
-            schema["additionalProperties"] = False
-        return schema
-    if isinstance(schema, list):
-        return [strict(v) for v in schema]
-    return schema
-
-
 @lru_cache
 def cluster_policy_validator() -> jsonschema.Draft7Validator:
     """Strict spec schema; `required` dropped because the chart fills every required section from its defaults."""
-    schema = strict(cluster_policy_spec_schema())
+    schema = strict_schema(cluster_policy_spec_schema())
     schema.pop("required", None)
     jsonschema.Draft7Validator.check_schema(schema)
     return jsonschema.Draft7Validator(schema)

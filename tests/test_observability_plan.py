@@ -16,8 +16,8 @@ from components.gpu.dcgm import METRICS
 from components.observability import dashboard as dash
 from components.observability.prometheus import CHART_VERSION
 from components.observability.reclaimer.component import IMAGE, SCRIPT
-from components.observability.rules import alert_groups, alert_names, record_names, recording_groups
-from conftest import ROOT, STACKS, upstream
+from components.observability.rules import alert_groups, record_names, recording_groups
+from conftest import ROOT, STACKS, strict_schema, upstream
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config, stack_path
 
@@ -77,28 +77,10 @@ def one(plan, type_: str, name: str | None = None):
     return found[0]
 
 
-def strict(schema):
-    """Close every object schema that lists properties, so an unknown (misspelled) field is an error.
-
-    Go regexps may set flags after `^`; Python wants them first.
-    """
-    if isinstance(schema, dict):
-        schema = {k: strict(v) for k, v in schema.items()}
-        if isinstance(schema.get("pattern"), str):
-            schema["pattern"] = schema["pattern"].replace("^(?i)", "(?i)^")
-        if ("properties" in schema and "additionalProperties" not in schema
-                and not schema.get("x-kubernetes-preserve-unknown-fields")):
-            schema["additionalProperties"] = False
-        return schema
-    if isinstance(schema, list):
-        return [strict(v) for v in schema]
-    return schema
-
-
 def crd_schema(type_: str) -> dict:
     crd = yaml.safe_load(upstream(CRDS[type_]).read_text())
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
-    return strict(version["schema"]["openAPIV3Schema"])
+    return strict_schema(version["schema"]["openAPIV3Schema"])
 
 
 def upstream_dcgm_fields() -> set[str]:

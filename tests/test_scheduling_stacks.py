@@ -15,7 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from conftest import ROOT, STACKS, upstream
+from conftest import ROOT, STACKS, strict_schema, upstream
 from gpu_platform.engine import Plan, plan_stack
 from gpu_platform.engine.plan import read_stack_config
 
@@ -76,26 +76,12 @@ def whole(value: Any) -> Any:
     return value
 
 
-def strict(schema: Any) -> Any:
-    """The schema with unknown fields as errors: additionalProperties false wherever properties are listed and
-    neither additionalProperties nor x-kubernetes-preserve-unknown-fields is set."""
-    if isinstance(schema, list):
-        return [strict(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: strict(v) for k, v in schema.items()}
-    open_ended = "additionalProperties" in out or out.get("x-kubernetes-preserve-unknown-fields")
-    if "properties" in out and not open_ended:
-        out["additionalProperties"] = False
-    return out
-
-
 @lru_cache(maxsize=None)
 def crd_validator(relative: str, version: str) -> jsonschema.Draft7Validator:
     """A strict validator for one served version of an upstream CRD (skips when ../shared/upstream is absent)."""
     crd = yaml.safe_load(upstream(relative).read_text())
     served = {v["name"]: v for v in crd["spec"]["versions"]}
-    schema = strict(served[version]["schema"]["openAPIV3Schema"])
+    schema = strict_schema(served[version]["schema"]["openAPIV3Schema"])
     schema["properties"].pop("status", None)
     return jsonschema.Draft7Validator(schema)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from components.config.errors import ConfigError, Problem, Problems
+from components.config.errors import ConfigError, Problem
 from components.config.model import PlatformConfig
 from components.config.parse import TOP_KEYS, parse
 

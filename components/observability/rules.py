@@ -374,9 +374,5 @@ def alert_groups(config: PlatformConfig) -> list[dict[str, Any]]:
     return groups
 
 
-def alert_names(groups: list[dict[str, Any]]) -> list[str]:
-    return [r["alert"] for g in groups for r in g["rules"] if "alert" in r]
-
-
 def record_names(groups: list[dict[str, Any]]) -> list[str]:
     return [r["record"] for g in groups for r in g["rules"] if "record" in r]
