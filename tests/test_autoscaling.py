@@ -3,9 +3,12 @@ nothing on AKS/GKE; and the capacity/spot validation it relies on."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
+import kubernetes_validate
 import pulumi
 import pytest
+import yaml
 
 from components.autoscaling import layer
 from components.autoscaling.priorities import expander_priorities
@@ -136,6 +139,9 @@ def test_layer_installs_nothing_when_the_cluster_returns_none(raw):
         def autoscaler_values(self):
             return None
 
+        def managed_expander_priorities(self):
+            return None
+
     ctx = Context(config=validate(raw), cluster=Native())
     layer.install(ctx)
     assert ctx.handles == {}
@@ -224,3 +230,24 @@ def test_example_stacks_scale_from_zero_on_every_cloud_and_use_spot_on_two():
         spot |= {config.cloud for p in config.gpu_pools if p.capacity_type == "spot"}
     assert zero == {"aws", "azure", "gcp", "oci"}
     assert len(spot) >= 2
+
+
+def test_aks_managed_autoscaler_prefers_spot_through_the_priority_expander_configmap(plans):
+    plan = plans["azure-prod"]
+    (config_map,) = [r for r in plan.of_type("kubernetes:core/v1:ConfigMap")
+                     if r.inputs["metadata"]["name"] == "cluster-autoscaler-priority-expander"]
+    assert config_map.inputs["metadata"]["namespace"] == "kube-system"
+    kubernetes_validate.validate(config_map.inputs, "1.33", strict=True)
+    tiers = yaml.safe_load(config_map.inputs["data"]["priorities"])
+    assert tiers == {20: ["^aks-a10spot-[0-9]+-vmss$"],
+                     10: ["^aks-h100train-[0-9]+-vmss$", "^aks-a100infer-[0-9]+-vmss$"],
+                     1: [".*"]}
+    # The pattern of one pool never matches another pool's scale set, even when one name prefixes the other.
+    assert not re.match(tiers[10][0], "aks-h100train2-12345678-vmss")
+    assert re.match(tiers[10][0], "aks-h100train-12345678-vmss")
+    (cluster,) = plan.of_type("azure-native:containerservice:ManagedCluster")
+    assert cluster.inputs["autoScalerProfile"]["expander"] == "priority"
+
+
+def test_gke_gets_no_priority_configmap(plans):
+    assert not plans["gcp-dev"].of_type("gpu-platform:autoscaling:ExpanderPriorities")

@@ -167,7 +167,7 @@ def test_system_pool_and_gpu_safe_autoscaler(prod):
     assert system["enableAutoScaling"] is True and "nodeTaints" not in system
     scaler = inputs["autoScalerProfile"]
     assert scaler["scaleDownDelayAfterAdd"] == "15m" and scaler["scaleDownUnneededTime"] == "20m"
-    assert scaler["skipNodesWithLocalStorage"] == "false" and scaler["expander"] == "least-waste"
+    assert scaler["skipNodesWithLocalStorage"] == "false" and scaler["expander"] == "priority"
 
 
 def test_development_cluster_uses_given_network_and_local_accounts(dev):

@@ -4,7 +4,10 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.helm.v3 as helm
+import pulumi_kubernetes.meta.v1 as meta
+import yaml
 
 from components.autoscaling.values import CHART, CHART_REPO, CHART_VERSION, IMAGE_TAG, NAMESPACE, autoscaler_values
 from components.clouds.base import PlatformCluster
@@ -35,10 +38,29 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         self.register_outputs({"release": self.release.name})
 
 
+class ExpanderPriorities(pulumi.ComponentResource):
+    """The priority expander's ConfigMap for a cloud-managed autoscaler (AKS): which node groups to grow first."""
+
+    TYPE = "gpu-platform:autoscaling:ExpanderPriorities"
+    CONFIG_MAP = "cluster-autoscaler-priority-expander"  # the name the autoscaler looks for, in kube-system
+
+    def __init__(self, name: str, priorities: dict[str, list[str]], opts: pulumi.ResourceOptions | None = None):
+        super().__init__(self.TYPE, name, {"priorities": priorities}, opts)
+        self.config_map = core.ConfigMap(
+            f"{name}-config", metadata=meta.ObjectMetaArgs(name=self.CONFIG_MAP, namespace=NAMESPACE),
+            data={"priorities": yaml.safe_dump({int(tier): patterns for tier, patterns in priorities.items()})},
+            opts=pulumi.ResourceOptions(parent=self))
+        self.register_outputs({"configMap": self.CONFIG_MAP})
+
+
 def install(ctx: Context) -> None:
-    """Install the autoscaler where the cluster asks for one (EKS, OKE); AKS and GKE pools scale natively."""
+    """Install the autoscaler where the cluster asks for one (EKS, OKE); AKS and GKE pools scale natively, and AKS's
+    autoscaler gets our pool preferences through its priority-expander ConfigMap."""
     cloud_values = ctx.cluster.autoscaler_values()
-    if cloud_values is None:
+    if cloud_values is not None:
+        ctx.handles["cluster-autoscaler"] = ClusterAutoscaler("cluster-autoscaler", ctx.config, ctx.cluster,
+                                                              cloud_values, opts=ctx.k8s_opts())
         return
-    ctx.handles["cluster-autoscaler"] = ClusterAutoscaler("cluster-autoscaler", ctx.config, ctx.cluster, cloud_values,
-                                                          opts=ctx.k8s_opts())
+    priorities = ctx.cluster.managed_expander_priorities()
+    if priorities:
+        ExpanderPriorities("cluster-autoscaler-priorities", priorities, opts=ctx.k8s_opts())

@@ -10,6 +10,7 @@ import pulumi_azure_native.containerservice as containerservice
 import pulumi_azure_native.network as network
 import pulumi_azure_native.resources as resources
 
+from components.autoscaling.priorities import expander_priorities
 from components.clouds.azure_kubeconfig import kubeconfig_from_credentials
 from components.clouds.base import GpuNodePool, PlatformCluster
 from components.clouds.profiles import AKS_POD_CIDR, AKS_SERVICE_CIDR, CloudProfile, profile
@@ -26,7 +27,7 @@ SYSTEM_POOL = "system"
 # GPU-safe cluster autoscaler: a GPU node takes minutes to join and pull CUDA images, so it gets time to be
 # used before it may go (delay-after-add, unneeded-time) and time to boot at all (max-node-provision-time);
 # emptyDir (/dev/shm of every training pod) must not pin an idle GPU node forever (skip-nodes-with-local-storage);
-# least-waste fills the pool whose GPUs a pending pod uses up most fully instead of a random one.
+# priority reads our cluster-autoscaler-priority-expander ConfigMap (reserved, then spot, then on-demand pools).
 # Running jobs stay because GPU nodes count as busy by their GPU requests and training pods can carry
 # cluster-autoscaler.kubernetes.io/safe-to-evict: "false".
 AUTOSCALER_PROFILE = {
@@ -34,7 +35,7 @@ AUTOSCALER_PROFILE = {
     "scale_down_unneeded_time": "20m",
     "skip_nodes_with_local_storage": "false",
     "max_node_provision_time": "30m",
-    "expander": "least-waste",
+    "expander": "priority",
 }
 
 _MIG_SLICES = re.compile(r"(\d+)g\.")
@@ -127,11 +128,17 @@ class AksCluster(PlatformCluster):
 
         self.pools = {pool.name: self._gpu_pool(name, config, pool, prof, managed, group_name, subnet_id, zones)
                       for pool in config.gpu_pools}
+        self._gpu_pools = config.gpu_pools
         credentials = containerservice.list_managed_cluster_user_credentials_output(
             resource_group_name=group_name, resource_name=cluster.name, format="exec" if aad else None,
             opts=pulumi.InvokeOutputOptions(parent=self, depends_on=ready))
         kubeconfig = credentials.kubeconfigs.apply(lambda kcs: kubeconfig_from_credentials(kcs, aad))
         self._finish(name, kubeconfig, cluster.name)
+
+    def managed_expander_priorities(self) -> dict[str, list[str]]:
+        """AKS's own autoscaler names node groups by scale set, `aks-<pool>-<digits>-vmss`: anchored on both ends, a
+        pool's pattern never matches another pool's."""
+        return expander_priorities(self._gpu_pools, lambda pool: f"^aks-{re.escape(pool.cloud_name)}-[0-9]+-vmss$")
 
     def _network(self, name: str, config: PlatformConfig, group_name: pulumi.Input[str]) -> pulumi.Output[str]:
         """A VNet and node subnet; pods and services use overlay ranges outside it."""

@@ -70,6 +70,10 @@ class PlatformCluster(pulumi.ComponentResource):
         """
         return None
 
+    def managed_expander_priorities(self) -> dict[str, list[str]] | None:
+        """Priority-expander tiers for a cloud-managed autoscaler that reads them from a ConfigMap (AKS), or None."""
+        return None
+
     def _finish(self, name: str, kubeconfig: pulumi.Input[str], cluster_name: pulumi.Input[str]) -> None:
         """Create the Kubernetes provider and register outputs: the last step of every cloud's constructor."""
         self.kubeconfig = pulumi.Output.secret(kubeconfig)
