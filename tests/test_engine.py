@@ -115,3 +115,22 @@ def test_cli_usage_errors_exit_2_without_traceback_under_python_m():
     result = cli("check", "--plan", "/nonexistent/plan.json")
     assert result.returncode == 2
     assert "cannot read /nonexistent/plan.json" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_pulumi_up_fails_before_creating_anything_on_bad_config(adopted_file, monkeypatch):
+    """The program itself (as `pulumi up` runs it) refuses a bad config with the same messages, constructing nothing."""
+    from gpu_platform.engine.plan import run_program
+
+    config = read_stack_config(adopted_file)
+    config["gpu-platform:gpuPools"] = [{"name": "h100-train", "instanceType": "p5.48xlarg", "maxNodes": 2}]
+    constructed = []
+    original = pulumi.Resource.__init__
+
+    def construct(self, t, *args, **kwargs):
+        constructed.append(t)
+        return original(self, t, *args, **kwargs)
+
+    monkeypatch.setattr(pulumi.Resource, "__init__", construct)
+    with pytest.raises(pulumi.RunError, match=r"gpuPools\[0\]\.instanceType: unknown aws instance type 'p5.48xlarg'"):
+        run_program("adopted", config)
+    assert constructed == ["pulumi:pulumi:Stack"]  # only the root stack the runtime itself creates
