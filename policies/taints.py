@@ -30,12 +30,6 @@ class Taint:
         return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
 
 
-_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute",
-            "NoSchedule": "NoSchedule", "PreferNoSchedule": "PreferNoSchedule", "NoExecute": "NoExecute"}
-_TAINT_STRING = re.compile(r"^(?P<key>[^=:\s]+)(=(?P<value>[^:\s]*))?:(?P<effect>\w+)$")
-_REGISTER_WITH_TAINTS = re.compile(r"--register-with-taints[= ]([^\s\"']+)")
-
-
 def taint_from_map(raw: Any) -> Taint:
     raw = mapping(raw)
     effect = str(get(raw, "effect", ""))
