@@ -93,14 +93,14 @@ def _problem(exemption: Exemption, rules: Mapping[str, bool], today: date) -> tu
 
 def read_file(raw: Any, source: str) -> Policy:
     """Exemptions from an `--exemptions FILE` document: a list, `{exemptions: [...]}` or `{policy: {exemptions: [...]}}`."""
-    from components.config.parse import _policy  # the stack parser's own reader, so files and stacks agree
+    from components.config.parse import read_policy  # the stack parser's own reader, so files and stacks agree
 
     if isinstance(raw, dict) and "policy" in raw:
         raw = raw["policy"]
     if isinstance(raw, list):
         raw = {"exemptions": raw}
     problems = Problems()
-    policy = _policy(raw, problems)
+    policy = read_policy(raw, problems)
     problems.raise_if_any(source)
     return policy
 

@@ -1,0 +1,291 @@
+"""GPU pools in the stack config: instance types, sharing, MIG layouts, taints, and the checks across pools."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from components import catalog
+from components.clouds.profiles import CloudProfile
+from components.config import capacity
+from components.config.errors import Problems
+from components.config.fields import DNS1123_LABEL, Section, join
+from components.config.model import (
+    CAPACITY_TYPES, DRIVER_OWNERS, SHARING_MODES, TAINT_EFFECTS, WORKLOADS, GpuPool, Sharing, Taint,
+)
+
+_LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
+_TAINT_STRING = re.compile(r"(?P<key>[^=:]+)(=(?P<value>[^:]*))?:(?P<effect>\w+)")
+_MIG_G = re.compile(r"(\d+)g\.")
+
+
+def read_pools(items: list[Any], prof: CloudProfile | None, problems: Problems) -> list[GpuPool]:
+    if not items and not any(p.path == "gpuPools" for p in problems.errors):
+        problems.add("gpuPools", "must list at least one GPU pool")
+    pools: list[GpuPool] = []
+    cloud_names: dict[str, str] = {}
+    for i, item in enumerate(items):
+        path = join("gpuPools", i)
+        pool = _pool(item, path, prof, problems)
+        if pool is None:
+            continue
+        if any(p.name == pool.name for p in pools):
+            problems.add(join(path, "name"), f"duplicate pool name {pool.name!r}")
+            continue
+        if pool.cloud_name in cloud_names:
+            problems.add(join(path, "name"), f"{pool.name!r} and {cloud_names[pool.cloud_name]!r} both become "
+                                             f"{prof.service} pool name {pool.cloud_name!r}; rename one")
+        cloud_names[pool.cloud_name] = pool.name
+        pools.append(pool)
+    return pools
+
+
+def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) -> GpuPool | None:
+    sec = Section(raw, path, problems, ("name", "instanceType", "minNodes", "maxNodes", "capacityType", "workload",
+                                        "sharing", "driver", "labels", "taints"))
+    name = sec.str("name", pattern=DNS1123_LABEL, what="a DNS-1123 label (lowercase letters, digits, '-')")
+    instance_type = sec.str("instanceType")
+    min_nodes = sec.int("minNodes", 0, minimum=0)
+    max_nodes = sec.int("maxNodes", minimum=1)
+    if isinstance(min_nodes, int) and isinstance(max_nodes, int) and min_nodes > max_nodes:
+        problems.add(sec.at("maxNodes"), f"must be >= minNodes ({min_nodes}); got {max_nodes}")
+    capacity_type = sec.str("capacityType", "on-demand", choices=CAPACITY_TYPES)
+    workload = sec.str("workload", "training", choices=WORKLOADS)
+    driver = sec.str("driver", prof.default_driver if prof else "managed", choices=DRIVER_OWNERS)
+    if prof and driver and driver not in prof.driver_owners:
+        problems.add(sec.at("driver"), f"{driver!r} is not supported on {prof.service} ({prof.driver_note}); "
+                                       f"allowed: {', '.join(prof.driver_owners)}")
+        driver = None
+    labels = sec.str_map("labels")
+    for key, value in labels.items():
+        if not _LABEL_KEY.fullmatch(key) or not _LABEL_VALUE.fullmatch(value) or len(value) > 63:
+            problems.add(join(sec.at("labels"), key), f"{key}={value!r} is not a valid Kubernetes label")
+    taints = tuple(_taint(t, join(sec.at("taints"), j), problems) for j, t in enumerate(sec.list("taints")))
+
+    instance = None
+    if prof and instance_type:
+        try:
+            instance = catalog.lookup(prof.name, instance_type)
+        except catalog.CatalogError as exc:
+            problems.add(sec.at("instanceType"), str(exc))
+    sharing = _sharing(sec.value("sharing", {}), sec.at("sharing"), instance, prof, problems)
+    if prof and instance and sharing and driver:
+        _pool_sharing_limits(sharing, driver, instance, sec, prof, problems)
+
+    cloud_name = ""
+    if prof and name:
+        cloud_name = prof.pool_naming.derive(name)
+        if not prof.pool_naming.valid(cloud_name):
+            problems.add(sec.at("name"), f"{name!r} becomes {prof.service} pool name {cloud_name!r}, which must match "
+                                         f"{prof.pool_naming.pattern}")
+    if None in (name, instance, max_nodes, min_nodes, capacity_type, workload, driver, sharing) or None in taints:
+        return None
+    return GpuPool(name=name, instance_type=instance_type, instance=instance, min_nodes=min_nodes, max_nodes=max_nodes,
+                   capacity_type=capacity_type, workload=workload, sharing=sharing, driver=driver, labels=labels,
+                   taints=taints, cloud_name=cloud_name)
+
+
+def _pool_sharing_limits(sharing: Sharing, driver: str, instance, sec: Section, prof: CloudProfile,
+                         problems: Problems) -> None:
+    """What a cloud can express when its node pool API, not the GPU operator, partitions or shares GPUs."""
+    path = sec.at("sharing")
+    by_pool = ((sharing.mode == "mig" and prof.mig_via == "pool")
+               or (sharing.mode in ("mps", "time-slicing") and prof.sharing_via == "pool"))
+    if by_pool and driver == "operator" and prof.pool_sharing_needs_managed_driver:
+        problems.add(sec.at("driver"), f"operator cannot be combined with sharing mode {sharing.mode} on {prof.service}: "
+                                       f"{prof.service} partitions and shares GPUs through its own driver and device "
+                                       "plugin, which driver: operator turns off; use driver: managed")
+    limit = prof.max_pool_sharing_replicas
+    if by_pool and limit and sharing.replicas and sharing.replicas > limit:
+        problems.add(join(path, "replicas"), f"must be <= {limit} on {prof.service}; got {sharing.replicas}")
+    if sharing.mode == "mig" and prof.mig_via == "pool":
+        _pool_mig_layout(sharing.mig_profile, join(path, "migProfile"), instance.gpu, prof, problems)
+
+
+def _pool_mig_layout(layout, path: str, gpu, prof: CloudProfile, problems: Problems) -> None:
+    field = f"{prof.service} {prof.mig_pool_field}"
+    if isinstance(layout, dict) or layout == "all-balanced":
+        shown = layout if isinstance(layout, str) else "a custom layout"
+        problems.add(path, f"{shown} cannot be expressed on {prof.service}: {field} gives every GPU of a pool one "
+                           "profile; use all-<profile>, or one pool per profile")
+        return
+    name = layout.removeprefix("all-")
+    if "+" in name:
+        problems.add(path, f"{layout} cannot be expressed on {prof.service}: {field} has no media-extension (+me) "
+                           "profiles; use the plain profile")
+        return
+    if prof.mig_by_slices:
+        slices = int(_MIG_G.match(name).group(1))
+        reachable = min((p.name for p in gpu.mig_profiles if "+" not in p.name and p.name.startswith(f"{slices}g.")),
+                        key=lambda n: int(n.split(".")[1].removesuffix("gb")))
+        if reachable != name:
+            problems.add(path, f"{layout} cannot be expressed on {prof.service}: {field} MIG{slices}g always "
+                               f"creates {reachable} on {gpu.name}; use all-{reachable}")
+
+
+def _taint(raw: Any, path: str, problems: Problems) -> Taint | None:
+    if isinstance(raw, str):
+        match = _TAINT_STRING.fullmatch(raw)
+        if not match:
+            problems.add(path, f"{raw!r} is not a taint; write key=value:Effect or {{key, value, effect}}")
+            return None
+        raw = match.groupdict()
+    sec = Section(raw, path, problems, ("key", "value", "effect"))
+    key = sec.str("key", pattern=_LABEL_KEY, what="a valid taint key")
+    value = sec.str("value", "", pattern=_LABEL_VALUE, what="a valid taint value")
+    effect = sec.str("effect", "NoSchedule", choices=TAINT_EFFECTS)
+    if key is None or value is None or effect is None:
+        return None
+    return Taint(key, value, effect)
+
+
+def _sharing(raw: Any, path: str, instance, prof: CloudProfile | None, problems: Problems) -> Sharing | None:
+    sec = Section(raw, path, problems, ("mode", "migProfile", "replicas"))
+    mode = sec.str("mode", "none", choices=SHARING_MODES)
+    mig_profile = sec.value("migProfile", None)
+    replicas = sec.int("replicas", None, minimum=2)
+    if mode is None:
+        return None
+    if mode != "mig" and mig_profile is not None:
+        problems.add(sec.at("migProfile"), f"only applies with mode: mig (this pool has mode: {mode}"
+                                           f"{'; MPS does not work on MIG devices' if mode == 'mps' else ''})")
+    if mode in ("mps", "time-slicing") and replicas is None and not sec.has("replicas"):
+        problems.add(sec.at("replicas"), f"is required with mode: {mode} (clients per GPU, >= 2)")
+    if mode not in ("mps", "time-slicing") and sec.has("replicas"):
+        problems.add(sec.at("replicas"), f"only applies with mode: mps or time-slicing (this pool has mode: {mode})")
+    if mode == "mig":
+        mig_profile = _mig_profile(mig_profile, sec.at("migProfile"), instance, prof, problems)
+        if mig_profile is None:
+            return None
+    return Sharing(mode=mode, mig_profile=mig_profile if mode == "mig" else None,
+                   replicas=replicas if mode in ("mps", "time-slicing") else None)
+
+
+def _mig_profile(raw: Any, path: str, instance, prof: CloudProfile | None, problems: Problems):
+    if instance is None:
+        return None
+    gpu = instance.gpu
+    if not gpu.supports_mig:
+        problems.add(path.rsplit(".", 1)[0] + ".mode",
+                     f"mig is not available on {instance.name} ({gpu.name} has no MIG); use none, mps or time-slicing")
+        return None
+    allowed = [f"all-{p.name}" for p in gpu.mig_profiles] + ["all-balanced"]
+    if raw is None:
+        problems.add(path, f"is required with mode: mig; allowed for {gpu.name}: {', '.join(allowed)} or {{<profile>: count}}")
+        return None
+    if isinstance(raw, str):
+        if raw not in allowed:
+            problems.add(path, f"{raw!r} is not a MIG layout of {gpu.name}; allowed: {', '.join(allowed)}")
+            return None
+        return raw
+    if isinstance(raw, dict) and raw:
+        return _custom_layout(raw, path, gpu, problems)
+    problems.add(path, f"must be one of {', '.join(allowed)} or a mapping {{<profile>: count}}; got {raw!r}")
+    return None
+
+
+def _custom_layout(raw: dict, path: str, gpu, problems: Problems) -> dict[str, int] | None:
+    names = [p.name for p in gpu.mig_profiles]
+    ok = True
+    for name, count in raw.items():
+        profile = gpu.mig_profile(str(name))
+        if profile is None:
+            problems.add(join(path, str(name)), f"not a MIG profile of {gpu.name}; allowed: {', '.join(names)}")
+            ok = False
+        elif isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= profile.max_per_gpu:
+            problems.add(join(path, str(name)), f"count must be 1..{profile.max_per_gpu} per GPU; got {count!r}")
+            ok = False
+    if not ok:
+        return None
+    # A GPU has a fixed number of compute slices (7, or 4 on A30): the layout must fit in them.
+    slices = max(int(_MIG_G.match(n).group(1)) for n in names)
+    used = sum(int(_MIG_G.match(n).group(1)) * c for n, c in raw.items())
+    if used > slices:
+        problems.add(path, f"uses {used} compute slices but a {gpu.name} has {slices}")
+        return None
+    return {str(k): v for k, v in raw.items()}
+
+
+def one_gpu_operator(items: list[Any], pools: list[GpuPool], prof: CloudProfile | None, problems: Problems) -> None:
+    """One GPU Operator serves every pool: its cluster-wide settings must mean the same on all of them."""
+    if prof is None:
+        return
+    index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
+    if prof.managed_driver_root and len({p.driver for p in pools}) > 1:
+        for pool in pools:
+            if pool.driver != prof.default_driver:
+                problems.add(join(join("gpuPools", index[pool.name]), "driver"),
+                             f"{pool.driver} cannot be mixed with {prof.default_driver} pools on {prof.service}: the "
+                             f"operator reads {prof.service}-installed drivers from {prof.managed_driver_root} "
+                             "cluster-wide; give every GPU pool the same driver owner")
+    if prof.mig_via != "operator":
+        return
+    layouts: dict[str, GpuPool] = {}
+    for pool in pools:
+        if pool.sharing.mode != "mig":
+            continue
+        path = join(join(join("gpuPools", index[pool.name]), "sharing"), "migProfile")
+        name = pool.sharing.mig_config_name
+        first = layouts.setdefault(name, pool)
+        layout, first_layout = pool.sharing.mig_layout(pool.instance), first.sharing.mig_layout(first.instance)
+        if layout != first_layout:
+            problems.add(path, f"{name} is {layout} on {pool.instance.gpu.name} but {first_layout} on pool "
+                               f"{first.name!r} ({first.instance.gpu.name}), and mig-manager looks layouts up by "
+                               "name cluster-wide; give one of them an explicit {<profile>: count} layout")
+
+
+def cloud_pool_checks(extras: dict[str, Any], items: list[Any], pools: list[GpuPool], prof: CloudProfile,
+                       problems: Problems) -> None:
+    """Pools against the cloud: labels it refuses, what the chosen GPU image runs, reservations reserved pools need."""
+    index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
+    extras_path = f"cluster.{prof.name}"
+    if prof.gpu_image_key:
+        image_type = extras.get(prof.gpu_image_key, next(iter(prof.gpu_images)))
+        image = prof.gpu_images[image_type]
+        for pool in pools:
+            if pool.sharing.mode not in image.sharing_modes:
+                problems.add(join(join(join("gpuPools", index[pool.name]), "sharing"), "mode"),
+                             f"{pool.sharing.mode} is not available on {extras_path}.{prof.gpu_image_key} {image_type} "
+                             f"({image.note}); allowed: {', '.join(image.sharing_modes)}")
+    for pool in pools:
+        for key in pool.labels:
+            domain = key.split("/", 1)[0] if "/" in key else ""
+            if any(domain == d or domain.endswith(f".{d}") for d in prof.reserved_label_domains):
+                problems.add(join(join(join("gpuPools", index[pool.name]), "labels"), key),
+                             f"{prof.service} refuses node labels in {', '.join(prof.reserved_label_domains)} "
+                             "(or their subdomains); use your own domain")
+    if prof.reservations_key:
+        reservations = extras.get(prof.reservations_key, {})
+        reserved = {p.name for p in pools if p.capacity_type == "reserved"}
+        for name in sorted(reserved - set(reservations)):
+            problems.add(join(join("gpuPools", index[name]), "capacityType"),
+                         f"reserved on {prof.service} needs {extras_path}.{prof.reservations_key}.{name} "
+                         f"({prof.extras[prof.reservations_key].doc})")
+        for name in reservations:
+            if name not in reserved:
+                problems.add(join(join(extras_path, prof.reservations_key), str(name)),
+                             f"no reserved GPU pool named {name!r}; reserved pools: {', '.join(sorted(reserved)) or '(none)'}")
+
+
+def spot_warnings(pools: list[GpuPool], production: bool, problems: Problems) -> None:
+    for i, pool in enumerate(pools):
+        if production and pool.capacity_type == "spot" and pool.min_nodes > 0:
+            problems.warn(join(join("gpuPools", i), "minNodes"),
+                          f"spot pool {pool.name!r} keeps {pool.min_nodes} node(s) warm in production; spot capacity "
+                          "can vanish, so warm spares are usually wasted: consider minNodes: 0")
+
+
+def scale_from_zero_warnings(items: list[Any], pools: list[GpuPool], prof: CloudProfile | None,
+                              problems: Problems) -> None:
+    """Pools the Cluster Autoscaler cannot start from zero nodes for the resources their pods ask for."""
+    if not (prof and prof.autoscaler_template_whole_gpus):
+        return
+    index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
+    strategy = capacity.mig_strategy(pools)
+    for pool in pools:
+        unseen = sorted(set(capacity.pool_units(pool, strategy)) - {capacity.GPU_RESOURCE})
+        if pool.min_nodes == 0 and unseen:
+            problems.warn(join(join("gpuPools", index[pool.name]), "minNodes"),
+                          f"pool {pool.name!r} starts at 0 nodes but its pods ask for {', '.join(unseen)}; the "
+                          f"{prof.service} Cluster Autoscaler only knows a pool's whole GPUs before its first node "
+                          "exists, so such pods never trigger one: set minNodes: 1")

@@ -1,0 +1,144 @@
+"""Teams and the scheduler in the stack config: quotas, borrowing, priorities, and the checks across teams."""
+from __future__ import annotations
+
+from typing import Any
+
+# A module reference, not a name: labels imports the config model, so it may still be initializing here.
+from components.clouds import labels as node_facts
+from components.clouds.profiles import CloudProfile
+from components.config import capacity
+from components.config.errors import Problems
+from components.config.fields import DNS1123_LABEL, Section, join
+from components.config.model import PRIORITIES, SCHEDULERS, Gang, GpuPool, Observability, Scheduler, Team
+
+RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "gpu-operator",
+                       "kueue-system", "volcano-system", "monitoring", "gpu-platform-system")
+KUEUE_MAX_TOLERATIONS = 8  # ResourceFlavor.spec.tolerations maxItems in the v1beta2 CRD
+
+
+def read_scheduler(raw: Any, problems: Problems) -> Scheduler:
+    sec = Section(raw, "scheduler", problems, ("kind", "gang", "fairSharing", "allowOvercommit"))
+    gang = Section(sec.value("gang", {}), sec.at("gang"), problems, ("enabled", "timeout", "recoveryTimeout"))
+    return Scheduler(
+        kind=sec.str("kind", "kueue", choices=SCHEDULERS),
+        gang=Gang(enabled=gang.bool("enabled", True), timeout_s=gang.duration("timeout", 600),
+                  recovery_timeout_s=gang.duration("recoveryTimeout", None)),
+        fair_sharing=sec.bool("fairSharing", True),
+        allow_overcommit=bool(sec.bool("allowOvercommit", False)),
+    )
+
+
+def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: Problems) -> list[Team]:
+    if not items and not any(p.path == "teams" for p in problems.errors):
+        problems.add("teams", "must list at least one team")
+    strategy = capacity.mig_strategy(pools)
+    by_name = {p.name: p for p in pools}
+    teams: list[Team] = []
+    for i, item in enumerate(items):
+        path = join("teams", i)
+        sec = Section(item, path, problems, ("name", "quotas", "borrowingLimit", "lendingLimit", "priority", "groups",
+                                             "reclaim"))
+        name = sec.str("name", pattern=DNS1123_LABEL, what="a DNS-1123 label (it becomes the team's namespace)")
+        if name in RESERVED_NAMESPACES:
+            problems.add(sec.at("name"), f"{name!r} is a reserved namespace; reserved: {', '.join(RESERVED_NAMESPACES)}")
+        if name and any(t.name == name for t in teams):
+            problems.add(sec.at("name"), f"duplicate team name {name!r}")
+        quotas = _quotas(sec.value("quotas"), sec.at("quotas"), by_name, declared, strategy, problems)
+        team = Team(
+            name=name or "", quotas=quotas,
+            borrowing_limit=sec.int("borrowingLimit", None, minimum=0),
+            lending_limit=sec.int("lendingLimit", None, minimum=0),
+            priority=sec.str("priority", "normal", choices=PRIORITIES) or "normal",
+            groups=tuple(sec.str_list("groups")),
+            reclaim=bool(sec.bool("reclaim", False)),
+        )
+        teams.append(team)
+    return teams
+
+
+def _quotas(raw: Any, path: str, pools: dict[str, GpuPool], declared: set, strategy: str | None,
+            problems: Problems) -> dict[str, int]:
+    if not isinstance(raw, dict) or not raw:
+        problems.add(path, f"must map GPU pool names to GPU counts, e.g. {{{next(iter(pools), 'pool')}: 8}}")
+        return {}
+    quotas = {}
+    for pool_name, value in raw.items():
+        at = join(path, str(pool_name))
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            problems.add(at, f"must be a whole number >= 0; got {value!r}")
+            continue
+        pool = pools.get(pool_name)
+        if pool is None:
+            if pool_name not in declared:  # a declared but invalid pool already has its own error
+                problems.add(at, f"unknown GPU pool {pool_name!r}; pools: {', '.join(sorted(map(str, declared - {None}))) or '(none)'}")
+            continue
+        limit = capacity.quota_capacity(pool, strategy)
+        if value > limit:
+            problems.add(at, f"{value} exceeds what pool {pool_name!r} can ever offer ({limit} at maxNodes "
+                             f"{pool.max_nodes}); raise maxNodes or lower the quota")
+            continue
+        quotas[pool_name] = value
+    return quotas
+
+
+def team_quota_rules(pool_items: list[Any], pools: list[GpuPool], scheduler: Scheduler, teams: list[Team],
+                      prof: CloudProfile | None, production: bool, problems: Problems) -> None:
+    """What teams' quotas mean together: a cohort to borrow from, quota that can be lent or reached, pool capacity."""
+    strategy = capacity.mig_strategy(pools)
+    index = {item.get("name"): i for i, item in enumerate(pool_items) if isinstance(item, dict)}
+    cohort = len(teams) >= 2  # teams borrow and lend within one shared cohort
+    for i, team in enumerate(teams):
+        path = join("teams", i)
+        for key, value, verb in (("borrowingLimit", team.borrowing_limit, "borrow from"),
+                                 ("lendingLimit", team.lending_limit, "lend to")):
+            if value is not None and not cohort:
+                problems.add(join(path, key), f"there is no cohort to {verb}: teams share one only when there are "
+                                              "at least two; remove it or add a team")
+        if cohort and team.lending_limit is not None:
+            over = [f"{pool} ({quota})" for pool, quota in team.quotas.items() if team.lending_limit > quota]
+            if over:
+                problems.add(join(path, "lendingLimit"), f"{team.lending_limit} exceeds the team's quota on "
+                                                         f"{', '.join(over)}; a team can lend at most its own quota")
+        for pool, quota in team.quotas.items():
+            if quota == 0 and not (cohort and team.borrowing_limit):
+                why = "it has no borrowingLimit" if cohort else "there is no cohort to borrow from"
+                problems.add(join(join(path, "quotas"), pool), f"0 leaves pool {pool!r} reachable only by borrowing, "
+                                                               f"but {why}; remove the entry or set borrowingLimit")
+    for pool in pools:
+        total = sum(team.quotas.get(pool.name, 0) for team in teams)
+        limit = capacity.quota_capacity(pool, strategy)
+        if total <= limit or scheduler.allow_overcommit:
+            continue
+        owners = ", ".join(f"{t.name} {t.quotas[pool.name]}" for t in teams if t.quotas.get(pool.name))
+        message = (f"teams' nominal quotas on pool {pool.name!r} add up to {total} ({owners}) but it offers {limit} "
+                   f"at maxNodes {pool.max_nodes}: nominal quota would not be guaranteed; raise maxNodes or lower "
+                   "the quotas")
+        at = join(join("gpuPools", index[pool.name]), "maxNodes")
+        if production:
+            problems.add(at, message + " (or set scheduler.allowOvercommit: true)")
+        else:
+            problems.warn(at, message)
+    if scheduler.kind == "kueue" and prof:
+        for pool in pools:
+            taints = len(node_facts.pool_taints(pool, prof))
+            if taints > KUEUE_MAX_TOLERATIONS:
+                problems.add(join(join("gpuPools", index[pool.name]), "taints"),
+                             f"pool {pool.name!r} carries {taints} taints but a Kueue ResourceFlavor holds at most "
+                             f"{KUEUE_MAX_TOLERATIONS} tolerations; drop extra taints")
+    if scheduler.kind == "volcano":
+        for i, team in enumerate(teams):
+            if team.name == "root":
+                problems.add(join(join("teams", i), "name"), "'root' is Volcano's own root queue; choose another name")
+
+
+def reclaim_opt_ins(items: Any, teams: list[Team], observability: Observability, problems: Problems) -> None:
+    """Teams opt in to reclaim one by one; either half alone does nothing, which is worth a warning."""
+    opted = [i for i, item in enumerate(items if isinstance(items, list) else []) if isinstance(item, dict)
+             and item.get("reclaim") is True]
+    if observability.reclaim.enabled and not opted:
+        problems.warn("observability.reclaim.enabled", "no team sets reclaim: true, so the reclaimer will find "
+                                                       "nothing it may act on")
+    if not observability.reclaim.enabled:
+        for i in opted:
+            problems.warn(join(join("teams", i), "reclaim"), "has no effect while observability.reclaim.enabled "
+                                                             "is false")
