@@ -1,7 +1,6 @@
 """`gpu-platform validate <stack> | --file PATH`: check a stack config without planning it."""
 from __future__ import annotations
 
-from components.config import load, split_namespace
 from gpu_platform.cli import add_stack_arguments
 
 
@@ -11,11 +10,9 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from gpu_platform.engine.plan import read_stack_config, stack_path
+    from gpu_platform.engine.plan import validate_stack
 
-    name, path = stack_path(args.stack, args.file)
-    raw, key_problems = split_namespace(read_stack_config(path))
-    config = load(raw, key_problems, str(path))
+    _, path, _, config = validate_stack(args.stack, args.file)
     for warning in config.warnings:
         print(f"warning: {warning}")
     print(f"{path}: valid ({config.cloud}, {config.environment}, {len(config.gpu_pools)} GPU pool(s), "

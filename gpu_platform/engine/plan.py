@@ -87,13 +87,19 @@ def read_stack_config(path: Path) -> dict[str, Any]:
     return {**project_defaults(), **read_stack_file(path)}
 
 
-def plan_stack(stack: str | None = None, file: str | Path | None = None,
-               config_overrides: dict[str, Any] | None = None) -> Plan:
-    """Validate, then run the program offline. Raises ConfigError before anything is registered."""
+def validate_stack(stack: str | None = None, file: str | Path | None = None,
+                   config_overrides: dict[str, Any] | None = None):
+    """The stack's name, file, raw config (as the CLI would pass it) and validated config; ConfigError if invalid."""
     name, path = stack_path(stack, file)
     config = {**read_stack_config(path), **(config_overrides or {})}
     raw, key_problems = split_namespace(config)
-    validated = load(raw, key_problems, str(path))
+    return name, path, config, load(raw, key_problems, str(path))
+
+
+def plan_stack(stack: str | None = None, file: str | Path | None = None,
+               config_overrides: dict[str, Any] | None = None) -> Plan:
+    """Validate, then run the program offline. Raises ConfigError before anything is registered."""
+    name, path, config, validated = validate_stack(stack, file, config_overrides)
     registrations, outputs = run_program(name, config)
     resources = [
         PlannedResource(urn=r.urn, type=r.type, name=r.name, parent=r.parent, custom=r.custom,
