@@ -20,6 +20,8 @@ SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template/"
 # The autoscaler owns the node count between min and max; applying the stack again must not reset it.
 AUTOSCALED = ["scalingConfig.desiredSize"]
+# A node group's name is fixed and unique in its cluster, so a replacement cannot create the new group first.
+NODE_GROUP_OPTS = pulumi.ResourceOptions(ignore_changes=AUTOSCALED, delete_before_replace=True)
 # CUDA and framework images are 10-20 GB each: EKS's 20 GiB default root volume fills after one pull.
 GPU_DISK_GIB = 200
 # Our own AWS tag keys: EC2 refuses `/` in instance tag keys once instance tags are in the metadata service, and EKS
@@ -69,7 +71,7 @@ def system_node_group(name: str, config: PlatformConfig, cluster: eks.Cluster, n
         capacity_type="ON_DEMAND", version=cluster.version,
         scaling_config=scaling(system.min_nodes, system.max_nodes),
         labels={f"{LABEL_PREFIX}/node-role": SYSTEM_NODE_GROUP}, launch_template=template_ref(template),
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=AUTOSCALED)))
+        opts=pulumi.ResourceOptions.merge(opts, NODE_GROUP_OPTS))
 
 
 def template_ref(template: ec2.LaunchTemplate) -> dict[str, Any]:
@@ -120,7 +122,7 @@ def gpu_node_group(name: str, pool: GpuNodePool, config: PlatformConfig, profile
         taints=[{"key": t.key, "value": t.value, "effect": profile.taint_effects[t.effect]} for t in pool.taints],
         # One GPU node at a time: a rolling update never takes more than one node's GPUs away.
         update_config={"max_unavailable": 1}, tags=tags, launch_template=template_ref(template), **placement,
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=AUTOSCALED)))
+        opts=pulumi.ResourceOptions.merge(opts, NODE_GROUP_OPTS))
     asg_name = group.resources.apply(lambda resources: resources[0].autoscaling_groups[0].name)
     for key, value in node_template_tags(labels, pool.taints, pool.advertised).items():
         autoscaling.Tag(f"{name}-asg-{key.removeprefix(NODE_TEMPLATE)}", autoscaling_group_name=asg_name,
