@@ -131,3 +131,12 @@ def test_limited_public_endpoint_passes_the_private_endpoint_policy(stack, tmp_p
     path.write_text(text.replace(f"    name: {name}\n", f"    name: {name}\n    privateEndpoint: false\n"
                                                         f"    authorizedNetworks: [{OFFICE[0]}]\n"))
     assert main(["check", "--file", str(path)]) == 0
+
+
+def test_adopted_cluster_takes_no_networks(raw):
+    raw["cluster"].update(existingKubeconfig="apiVersion: v1", authorizedNetworks=OFFICE, privateEndpoint=False)
+    assert problems(raw) == {"cluster.authorizedNetworks": "is applied to a cluster this stack creates; with "
+                                                           "cluster.existingKubeconfig limit the endpoint where that "
+                                                           "cluster is managed"}
+    del raw["cluster"]["authorizedNetworks"]
+    assert validate(raw).cluster.authorized_networks == ()  # nothing to require either: the endpoint is not ours

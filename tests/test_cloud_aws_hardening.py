@@ -260,3 +260,11 @@ def test_node_groups_replace_delete_first_and_capacity_block_templates_keep_thei
                if name.endswith("-launch-template")}
     assert aliases.pop("ml-mixed-h100-block-launch-template") == ["ml-mixed-h100-block-capacity-block"]
     assert all(not names for names in aliases.values()) and len(aliases) == 3
+
+
+def test_adopted_cluster_takes_no_principals(raw):
+    raw["cluster"]["existingKubeconfig"] = "apiVersion: v1"
+    raw["teams"][0].update(groups=["g"], principals=[RESEARCH_ROLE])
+    assert problems(raw) == {"teams[0].principals": "is applied to a cluster this stack creates; with "
+                                                    "cluster.existingKubeconfig map the principals where that cluster "
+                                                    "is managed"}

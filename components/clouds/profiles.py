@@ -35,8 +35,7 @@ class GpuImage:
     labels: dict[str, str] = field(default_factory=dict)  # node labels every node on this image needs
     sharing_modes: tuple[str, ...] = ("none", "mig", "mps", "time-slicing")  # the modes the platform can set up on it
     note: str = ""  # why sharing_modes is limited, shown in errors
-    # The block device that holds container images, which a pool's launch template sizes ("" where the cloud's
-    # pool API sizes the disk itself).
+    # The block device that holds container images, which the pool's launch template sizes.
     image_volume: str = ""
 
 

@@ -43,7 +43,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     observability = _observability(top.value("observability", {}), problems)
     policy = read_policy(top.value("policy", {}), problems)
     reclaim_opt_ins(top.value("teams", []), teams, observability, problems)
-    team_principal_checks(teams, prof, problems)
+    team_principal_checks(teams, prof, bool(cluster and cluster.adopted), problems)
     one_gpu_operator(pool_items, pools, prof, problems)
     if prof and cluster:
         cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)
@@ -121,10 +121,13 @@ def _authorized_networks(sec: Section, prof: CloudProfile | None, production: bo
                                         "your own networks")
             continue
         networks.append(str(net))
-    if networks and private and prof and prof.authorized_networks_public_only:
+    if networks and sec.has("existingKubeconfig"):
+        problems.add(path, "is applied to a cluster this stack creates; with cluster.existingKubeconfig limit the "
+                           "endpoint where that cluster is managed")
+    elif networks and private and prof and prof.authorized_networks_public_only:
         problems.add(path, f"limits a public endpoint only on {prof.service}, and cluster.privateEndpoint is true; "
                            "remove it or set privateEndpoint: false")
-    if production and not private and not sec.raw.get("authorizedNetworks"):
+    if production and not private and not sec.has("existingKubeconfig") and not sec.raw.get("authorizedNetworks"):
         problems.add(path, "is required in production when cluster.privateEndpoint is false: list the IPv4 CIDRs "
                            "that may reach the public API endpoint, e.g. [203.0.113.0/24]")
     return tuple(networks)

@@ -145,9 +145,9 @@ def reclaim_opt_ins(items: Any, teams: list[Team], observability: Observability,
                                                              "is false")
 
 
-def team_principal_checks(teams: list[Team], prof: CloudProfile | None, problems: Problems) -> None:
-    """teams[].principals: only where the cloud needs them (profile.team_principals), in its identity format, and
-    always with groups to put them in."""
+def team_principal_checks(teams: list[Team], prof: CloudProfile | None, adopted: bool, problems: Problems) -> None:
+    """teams[].principals: only where the cloud needs them (profile.team_principals) on a cluster this stack
+    creates, in the cloud's identity format, and always with groups to put them in."""
     if prof is None:
         return
     spec = prof.team_principals
@@ -155,7 +155,10 @@ def team_principal_checks(teams: list[Team], prof: CloudProfile | None, problems
         if not team.principals:
             continue
         at = join(join("teams", i), "principals")
-        if spec is None:
+        if adopted:
+            problems.add(at, "is applied to a cluster this stack creates; with cluster.existingKubeconfig map the "
+                             "principals where that cluster is managed")
+        elif spec is None:
             problems.add(at, f"{prof.service} puts its own identities in Kubernetes groups: list them in "
                              "teams[].groups; principals is for EKS, which maps IAM principals through access entries")
             continue
