@@ -53,7 +53,7 @@ def tag_keys(resource):
     def walk(node):
         if isinstance(node, dict):
             for key, value in node.items():
-                if key in ("tags", "defaultTags") and isinstance(value, dict):
+                if key == "tags" and isinstance(value, dict):  # also the provider's defaultTags.tags
                     yield from ((k, value) for k in value if not isinstance(value[k], (dict, list)))
                 if key == "tag" and isinstance(value, dict) and "key" in value:
                     yield value["key"], value
