@@ -34,11 +34,11 @@ config:
   gpu-platform:cluster:
     name: ml-lab
     region: eu-west-1
+    authorizedNetworks: [203.0.113.0/24]
     aws:
       vpcId: vpc-0abc
       subnetIds: [subnet-0aaa, subnet-0bbb, subnet-0ccc]
       amiType: BOTTLEROCKET_x86_64_NVIDIA
-      publicAccessCidrs: [203.0.113.0/24]
       capacityBlocks:
         h100-block: {reservationId: cr-0123456789abcdef0, availabilityZone: eu-west-1b}
   gpu-platform:gpuPools:
@@ -156,8 +156,7 @@ def test_instance_types_and_disk(prod):
     groups = gpu_groups(prod)
     assert groups["gpu-h100-train"].inputs["instanceTypes"] == ["p5.48xlarge"]
     assert groups["gpu-l4-notebooks"].inputs["instanceTypes"] == ["g6.12xlarge"]
-    assert all(g.inputs["diskSize"] == 200 for g in groups.values())
-    assert groups["gpu-h100-train"].inputs["tags"]["gpu-platform.io/interconnect"] == "efa"
+    assert groups["gpu-h100-train"].inputs["tags"]["gpu-platform.io:interconnect"] == "efa"
 
 
 def test_scaling_config_leaves_desired_size_to_the_autoscaler(prod, dev):
@@ -330,14 +329,14 @@ def test_zones_keep_region_order_and_include_capacity_block_zones():
 
 def test_capacity_block_pool_launches_through_a_template_in_its_zone(mixed, existing):
     group = gpu_groups(mixed)["gpu-h100-block"]
-    template = one(mixed, "aws:ec2/launchTemplate:LaunchTemplate", "ml-mixed-h100-block-capacity-block")
+    template = one(mixed, "aws:ec2/launchTemplate:LaunchTemplate", "ml-mixed-h100-block-launch-template")
     assert template.inputs["instanceType"] == "p5.48xlarge"
     assert template.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
     assert template.inputs["capacityReservationSpecification"] == {
         "capacityReservationTarget": {"capacityReservationId": "cr-0fedcba9876543210"}}
     assert group.inputs["capacityType"] == "CAPACITY_BLOCK"
     assert group.inputs["launchTemplate"]["version"] == "1"
-    assert group.inputs["launchTemplate"]["id"].startswith("ml-mixed-h100-block-capacity-block-")
+    assert group.inputs["launchTemplate"]["id"].startswith("ml-mixed-h100-block-launch-template-")
     assert "instanceTypes" not in group.inputs and "diskSize" not in group.inputs
     assert [s.rsplit("-", 1)[0] for s in group.inputs["subnetIds"]] == ["ml-mixed-private-1"]  # offline-1b
     # On existing subnets the block's zone is looked up among them (offline: the first id).
@@ -441,7 +440,6 @@ def problems(raw):
     ({"subnetIds": ["subnet-1", "sn-2"]}, "cluster.aws.subnetIds", "must list subnet ids"),
     ({"vpcCidr": "10.0.0.0/8"}, "cluster.aws.vpcCidr", "/16 to /22"),
     ({"vpcCidr": "10.0.0.1/16"}, "cluster.aws.vpcCidr", "is not an IPv4 network"),
-    ({"publicAccessCidrs": ["0.0.0.0/0", "1.2.3.4/40"]}, "cluster.aws.publicAccessCidrs", "not: '1.2.3.4/40'"),
     ({"capacityBlocks": {"h100-train": {"reservationId": "r-1", "availabilityZone": "a"}}}, "cluster.aws.capacityBlocks",
      "h100-train: must be {reservationId: cr-..., availabilityZone: <zone>}"),
     ({"capacityBlocks": {"nope": {"reservationId": "cr-1", "availabilityZone": "a"}}}, "cluster.aws.capacityBlocks.nope",

@@ -35,6 +35,23 @@ def kubeconfig(cluster_name: str, endpoint: str, ca_data: str, region: str) -> s
     }, indent=2)
 
 
+def team_access(config: PlatformConfig) -> dict[str, list[str]]:
+    """The Kubernetes groups each team principal joins: EKS takes one access entry per principal, so a principal
+    named by several teams joins all their groups."""
+    access: dict[str, list[str]] = {}
+    for team in config.teams:
+        for principal in team.principals:
+            access.setdefault(principal, [])
+            access[principal] += [g for g in team.groups if g not in access[principal]]
+    return access
+
+
+def access_entry_suffix(principal_arn: str) -> str:
+    """A resource name part from an IAM ARN: account and name, e.g. `123456789012-role-research`."""
+    _, _, _, _, account, resource = principal_arn.split(":", 5)
+    return f"{account}-{resource.replace('/', '-')}"
+
+
 class EksCluster(PlatformCluster):
     """An EKS cluster with a system node group and one tainted managed node group per GPU pool."""
 
@@ -57,8 +74,8 @@ class EksCluster(PlatformCluster):
         private = config.cluster.private_endpoint
         vpc_config: dict[str, Any] = {"subnet_ids": network.private_subnet_ids, "endpoint_private_access": True,
                                       "endpoint_public_access": not private}
-        if not private and extras.get("publicAccessCidrs"):
-            vpc_config["public_access_cidrs"] = extras["publicAccessCidrs"]
+        if config.cluster.authorized_networks:  # config validation allows them on a public endpoint only
+            vpc_config["public_access_cidrs"] = list(config.cluster.authorized_networks)
         encryption = None
         if config.production:
             key = kms.Key(f"{name}-secrets", description=f"EKS secrets encryption for {config.cluster.name}",
@@ -74,6 +91,11 @@ class EksCluster(PlatformCluster):
             encryption_config=encryption,
             # The role must hold its policy before EKS uses it, and keep it until the cluster is gone.
             opts=self._opts(depends_on=cluster_grants))
+
+        for principal, groups in team_access(config).items():
+            # Kubernetes groups only, no EKS access policy: the teams' RoleBindings are all they may do.
+            eks.AccessEntry(f"{name}-access-{access_entry_suffix(principal)}", cluster_name=self.eks.name,
+                            principal_arn=principal, kubernetes_groups=groups, type="STANDARD", opts=self._opts())
 
         issuer = self.eks.identities.apply(lambda ids: ids[0].oidcs[0].issuer)
         self.oidc_provider = iam.OpenIdConnectProvider(f"{name}-oidc", url=issuer, client_id_lists=["sts.amazonaws.com"],

@@ -20,8 +20,19 @@ SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template/"
 # The autoscaler owns the node count between min and max; applying the stack again must not reset it.
 AUTOSCALED = ["scalingConfig.desiredSize"]
+# A node group's name is fixed and unique in its cluster, so a replacement cannot create the new group first.
+NODE_GROUP_OPTS = pulumi.ResourceOptions(ignore_changes=AUTOSCALED, delete_before_replace=True)
 # CUDA and framework images are 10-20 GB each: EKS's 20 GiB default root volume fills after one pull.
 GPU_DISK_GIB = 200
+# Our own AWS tag keys: EC2 refuses `/` in instance tag keys once instance tags are in the metadata service, and EKS
+# then refuses node group tags with it too; `/` keys stay Kubernetes labels.
+TAG_PREFIX = f"{LABEL_PREFIX}:"
+# IMDSv2 with a hop limit of 1 answers processes on the node only, not pods behind its network namespace, so pods
+# cannot take the node role's credentials (they use IRSA). Instance tags stay out of the metadata service whatever the
+# account default says: with them in, EC2 refuses the `/` tags EKS puts on every node (kubernetes.io/cluster/<name>,
+# k8s.io/cluster-autoscaler/enabled) and the group never launches a node.
+METADATA_OPTIONS = {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 1,
+                    "instance_metadata_tags": "disabled"}
 
 
 def scaling(min_nodes: int, max_nodes: int) -> dict[str, int]:
@@ -53,23 +64,38 @@ def system_node_group(name: str, config: PlatformConfig, cluster: eks.Cluster, n
                       subnet_ids: list, opts: pulumi.ResourceOptions) -> eks.NodeGroup:
     """The untainted pool for cluster add-ons and platform controllers."""
     system = config.cluster.system_pool
+    template = ec2.LaunchTemplate(f"{name}-system-launch-template", metadata_options=METADATA_OPTIONS, opts=opts)
     return eks.NodeGroup(
         f"{name}-system", cluster_name=cluster.name, node_group_name=SYSTEM_NODE_GROUP, node_role_arn=node_role_arn,
         subnet_ids=subnet_ids, instance_types=[system.instance_type], ami_type=SYSTEM_AMI_TYPE,
         capacity_type="ON_DEMAND", version=cluster.version,
         scaling_config=scaling(system.min_nodes, system.max_nodes),
-        labels={f"{LABEL_PREFIX}/node-role": SYSTEM_NODE_GROUP},
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=AUTOSCALED)))
+        labels={f"{LABEL_PREFIX}/node-role": SYSTEM_NODE_GROUP}, launch_template=template_ref(template),
+        opts=pulumi.ResourceOptions.merge(opts, NODE_GROUP_OPTS))
 
 
-def capacity_block_template(name: str, pool: GpuNodePool, reservation_id: str,
-                            opts: pulumi.ResourceOptions) -> ec2.LaunchTemplate:
-    """The launch template a CAPACITY_BLOCK node group needs: the block's instance type and reservation."""
+def template_ref(template: ec2.LaunchTemplate) -> dict[str, Any]:
+    """A node group's reference to a launch template: EKS rolls the group when the version changes."""
+    return {"id": template.id, "version": template.latest_version.apply(str)}
+
+
+def gpu_launch_template(name: str, pool: GpuNodePool, image: GpuImage, reservation_id: str | None,
+                        opts: pulumi.ResourceOptions) -> ec2.LaunchTemplate:
+    """A GPU pool's launch template: metadata locked down, room for CUDA images and, for a Capacity Block, the
+    block's instance type and reservation (a CAPACITY_BLOCK node group launches only through such a template)."""
+    disk = {"device_name": image.image_volume, "ebs": {
+        "volume_size": GPU_DISK_GIB, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"}}
+    block: dict[str, Any] = {}
+    if reservation_id:
+        block = {"instance_type": pool.pool.instance_type, "instance_market_options": {"market_type": "capacity-block"},
+                 "capacity_reservation_specification": {
+                     "capacity_reservation_target": {"capacity_reservation_id": reservation_id}}}
     return ec2.LaunchTemplate(
-        f"{name}-capacity-block", instance_type=pool.pool.instance_type,
-        instance_market_options={"market_type": "capacity-block"},
-        capacity_reservation_specification={"capacity_reservation_target": {"capacity_reservation_id": reservation_id}},
-        opts=opts)
+        f"{name}-launch-template", metadata_options=METADATA_OPTIONS, block_device_mappings=[disk], **block,
+        # Capacity Block templates existed under this name before every pool had one; the alias keeps their node
+        # groups on the same template (a new one would replace the group).
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+            aliases=[pulumi.Alias(name=f"{name}-capacity-block")] if reservation_id else None)))
 
 
 def gpu_node_group(name: str, pool: GpuNodePool, config: PlatformConfig, profile: CloudProfile, image_type: str,
@@ -77,29 +103,31 @@ def gpu_node_group(name: str, pool: GpuNodePool, config: PlatformConfig, profile
                    opts: pulumi.ResourceOptions) -> tuple[eks.NodeGroup, pulumi.Output[str]]:
     """One GPU pool's managed node group and its node-template tags; returns the group and its ASG name."""
     spec = pool.pool
-    labels = gpu_node_labels(pool, profile.gpu_images[image_type], profile)
+    image = profile.gpu_images[image_type]
+    labels = gpu_node_labels(pool, image, profile)
     capacity_type = profile.capacity_types[spec.capacity_type]
-    placement: dict[str, Any] = {"instance_types": [spec.instance_type], "disk_size": GPU_DISK_GIB}
-    if spec.capacity_type == "reserved":
-        block = config.cluster.extras[profile.reservations_key][spec.name]
-        template = capacity_block_template(name, pool, block["reservationId"], opts)
-        # Instance type and disk come from the launch template; EKS rejects them on the group as well.
-        placement = {"launch_template": {"id": template.id, "version": template.latest_version.apply(str)}}
-    tags = {f"{LABEL_PREFIX}/pool": spec.name}
+    reservation_id = (config.cluster.extras[profile.reservations_key][spec.name]["reservationId"]
+                      if spec.capacity_type == "reserved" else None)
+    template = gpu_launch_template(name, pool, image, reservation_id, opts)
+    # A Capacity Block's template names the instance type; EKS rejects it on the group as well.
+    placement = {} if reservation_id else {"instance_types": [spec.instance_type]}
+    tags = {f"{TAG_PREFIX}pool": spec.name}
     if spec.instance.interconnect:
         # Recorded only: EFA interfaces need a launch template with EFA network interfaces, not created yet.
-        tags[f"{LABEL_PREFIX}/interconnect"] = spec.instance.interconnect
+        tags[f"{TAG_PREFIX}interconnect"] = spec.instance.interconnect
     group = eks.NodeGroup(
         f"{name}-nodegroup", cluster_name=cluster.name, node_group_name=GPU_NODE_GROUP_PREFIX + spec.cloud_name,
         node_role_arn=node_role_arn, subnet_ids=subnet_ids, ami_type=image_type, capacity_type=capacity_type,
         version=cluster.version, scaling_config=scaling(spec.min_nodes, spec.max_nodes), labels=labels,
         taints=[{"key": t.key, "value": t.value, "effect": profile.taint_effects[t.effect]} for t in pool.taints],
         # One GPU node at a time: a rolling update never takes more than one node's GPUs away.
-        update_config={"max_unavailable": 1}, tags=tags, **placement,
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=AUTOSCALED)))
+        update_config={"max_unavailable": 1}, tags=tags, launch_template=template_ref(template), **placement,
+        opts=pulumi.ResourceOptions.merge(opts, NODE_GROUP_OPTS))
     asg_name = group.resources.apply(lambda resources: resources[0].autoscaling_groups[0].name)
     for key, value in node_template_tags(labels, pool.taints, pool.advertised).items():
         autoscaling.Tag(f"{name}-asg-{key.removeprefix(NODE_TEMPLATE)}", autoscaling_group_name=asg_name,
-                        # The autoscaler reads these from the group; instances have no use for them.
+                        # The only tag keys we create with `/`: the autoscaler reads node templates from these keys on
+                        # the group alone. Never propagated, they never become instance tags, the only tags the
+                        # metadata-service key rule applies to.
                         tag={"key": key, "value": value, "propagate_at_launch": False}, opts=opts)
     return group, asg_name

@@ -112,7 +112,10 @@ class AksCluster(PlatformCluster):
                 "dns_service_ip": DNS_SERVICE_IP,
                 "load_balancer_sku": "standard",
             },
-            api_server_access_profile={"enable_private_cluster": cluster.private_endpoint},
+            api_server_access_profile={"enable_private_cluster": cluster.private_endpoint,
+                                       # Config validation allows them on a public endpoint only, as AKS does.
+                                       **({"authorized_ip_ranges": list(cluster.authorized_networks)}
+                                          if cluster.authorized_networks else {})},
             oidc_issuer_profile={"enabled": True},
             security_profile={"workload_identity": {"enabled": True}},
             aad_profile=_aad_profile(extras) if aad else None,

@@ -35,6 +35,8 @@ class GpuImage:
     labels: dict[str, str] = field(default_factory=dict)  # node labels every node on this image needs
     sharing_modes: tuple[str, ...] = ("none", "mig", "mps", "time-slicing")  # the modes the platform can set up on it
     note: str = ""  # why sharing_modes is limited, shown in errors
+    # The block device that holds container images, which the pool's launch template sizes.
+    image_volume: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,11 @@ class CloudProfile:
     critical_pods_need_quota: bool = False
     # What the cloud offers instead of, or next to, our Helm-installed operator.
     operator_note: str = ""
+    # cluster.authorizedNetworks limits only a public endpoint (a private cluster refuses them or ignores them).
+    authorized_networks_public_only: bool = False
+    # teams[].principals: the cloud identities mapped into a team's groups, where the cloud does not put its own
+    # identities in Kubernetes groups by itself (None: it does, and the field is refused).
+    team_principals: ExtraKey | None = None
 
 
 def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
@@ -140,9 +147,18 @@ def _vpc_cidr(value: str) -> str | None:
     return None
 
 
-def _cidr_list(value: list) -> str | None:
-    bad = [v for v in value if not isinstance(v, str) or _ipv4_network(v) is None]
-    return f"must list IPv4 networks like 203.0.113.0/24; not: {', '.join(map(repr, bad))}" if bad else None
+_IAM_PRINCIPAL = re.compile(r"arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/[\w+=,.@/-]+")
+_IAM_PRINCIPAL_FORMS = ("arn:aws:iam::<12-digit account>:role/<name>, arn:aws:iam::<account>:user/<name> "
+                        "(partitions aws, aws-cn, aws-us-gov)")
+
+
+def _iam_principals(value: list) -> str | None:
+    bad = [v for v in value if not isinstance(v, str) or not _IAM_PRINCIPAL.fullmatch(v)]
+    if not bad:
+        return None
+    sessions = [v for v in bad if isinstance(v, str) and ":assumed-role/" in v]
+    hint = "; an STS assumed-role ARN names one session, give the role's own ARN" if sessions else ""
+    return f"must list IAM role or user ARNs ({_IAM_PRINCIPAL_FORMS}); not: {', '.join(map(repr, bad))}{hint}"
 
 
 def _subnet_ids(value: list) -> str | None:
@@ -210,8 +226,10 @@ def _gcp_zones(value: list) -> str | None:
 # EKS GPU AMIs (REFERENCE section 1). Bottlerocket ships its own NVIDIA device plugin: these labels keep the GPU
 # Operator's operands off its nodes, or the operator's plugin crash-loops (awslabs/ai-on-eks#78).
 _EKS_GPU_IMAGES = {
-    "AL2023_x86_64_NVIDIA": GpuImage(),
+    "AL2023_x86_64_NVIDIA": GpuImage(image_volume="/dev/xvda"),
+    # Bottlerocket keeps its OS on /dev/xvda and containers on a separate data volume.
     "BOTTLEROCKET_x86_64_NVIDIA": GpuImage(
+        image_volume="/dev/xvdb",
         labels={f"nvidia.com/gpu.deploy.{operand}": "false"
                 for operand in ("device-plugin", "driver", "mig-manager", "container-toolkit")},
         sharing_modes=("none",),
@@ -241,7 +259,6 @@ PROFILES: dict[str, CloudProfile] = {
             "vpcCidr": ExtraKey(str, "CIDR of the VPC created when vpcId is omitted", check=_vpc_cidr),
             "amiType": ExtraKey(str, "GPU node AMI type: AL2023_x86_64_NVIDIA (default) or BOTTLEROCKET_x86_64_NVIDIA",
                                 choices=tuple(_EKS_GPU_IMAGES)),
-            "publicAccessCidrs": ExtraKey(list, "CIDRs allowed to reach a public API endpoint", check=_cidr_list),
             "capacityBlocks": ExtraKey(dict, "per reserved pool: {reservationId, availabilityZone} of its EC2 "
                                              "Capacity Block for ML", check=_capacity_blocks),
         },
@@ -261,6 +278,11 @@ PROFILES: dict[str, CloudProfile] = {
         reserved_label_domains=("kubernetes.io", "k8s.io", "eks.amazonaws.com"),
         # The EKS AL2023 NVIDIA AMI ships the container toolkit with the driver (REFERENCE section 1), as does Bottlerocket.
         image_ships_toolkit=True,
+        # publicAccessCidrs govern the public endpoint only; the private one follows the cluster security group.
+        authorized_networks_public_only=True,
+        # EKS knows IAM principals, not Kubernetes groups: an access entry per principal names the groups it joins.
+        team_principals=ExtraKey(list, "IAM role or user ARNs whose sessions join the team's groups (EKS access "
+                                       "entries)", check=_iam_principals),
     ),
     "azure": CloudProfile(
         name="azure",
@@ -298,6 +320,8 @@ PROFILES: dict[str, CloudProfile] = {
         spot_taints=(("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule"),),
         # AKS GPU node images bring the NVIDIA container runtime along with the driver they install.
         image_ships_toolkit=True,
+        # AKS refuses authorized IP ranges on a private cluster.
+        authorized_networks_public_only=True,
     ),
     "gcp": CloudProfile(
         name="gcp",

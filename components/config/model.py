@@ -55,6 +55,7 @@ class Cluster:
     system_pool: NodePool
     existing_kubeconfig: str | None = None
     private_endpoint: bool = False
+    authorized_networks: tuple[str, ...] = ()  # IPv4 CIDRs that may reach the API endpoint; empty: no limit set
     extras: dict[str, Any] = field(default_factory=dict)  # the `cluster.<cloud>` block
 
     @property
@@ -146,6 +147,7 @@ class Team:
     lending_limit: int | None = None
     priority: str = "normal"
     groups: tuple[str, ...] = ()
+    principals: tuple[str, ...] = ()  # cloud identities put in `groups` where the cloud needs the mapping (EKS)
     reclaim: bool = False  # the reclaimer may take back this team's idle GPUs (observability.reclaim)
 
 

@@ -1,6 +1,7 @@
 """Raw `gpu-platform:*` config -> validated PlatformConfig, with every problem reported at once."""
 from __future__ import annotations
 
+import ipaddress
 import re
 from datetime import date
 from typing import Any
@@ -14,7 +15,9 @@ from components.config.model import (
 from components.config.pools import (
     cloud_pool_checks, one_gpu_operator, read_pools, scale_from_zero_warnings, spot_warnings,
 )
-from components.config.teams import read_scheduler, read_teams, reclaim_opt_ins, team_quota_rules
+from components.config.teams import (
+    read_scheduler, read_teams, reclaim_opt_ins, team_principal_checks, team_quota_rules,
+)
 
 TOP_KEYS = ("cloud", "environment", "cluster", "gpuPools", "scheduler", "teams", "observability", "policy")
 _K8S_VERSION = re.compile(r"1\.\d{2}")
@@ -40,6 +43,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     observability = _observability(top.value("observability", {}), problems)
     policy = read_policy(top.value("policy", {}), problems)
     reclaim_opt_ins(top.value("teams", []), teams, observability, problems)
+    team_principal_checks(teams, prof, bool(cluster and cluster.adopted), problems)
     one_gpu_operator(pool_items, pools, prof, problems)
     if prof and cluster:
         cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)
@@ -59,7 +63,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
 
 def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Problems) -> Cluster | None:
     sec = Section(raw, "cluster", problems, ("name", "region", "kubernetesVersion", "existingKubeconfig",
-                                            "systemPool", "privateEndpoint", *CLOUDS))
+                                            "systemPool", "privateEndpoint", "authorizedNetworks", *CLOUDS))
     if raw is None:
         return None
     name = sec.str("name", pattern=DNS1123_LABEL, what="a DNS-1123 label (lowercase letters, digits, '-')")
@@ -74,6 +78,7 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
     if kubeconfig is not None and not isinstance(kubeconfig, str):
         problems.add(sec.at("existingKubeconfig"), "must be a kubeconfig string (set it with `pulumi config set --secret`)")
     private = sec.bool("privateEndpoint", production)
+    networks = _authorized_networks(sec, prof, production, bool(private), problems)
 
     sys_sec = Section(sec.value("systemPool", {}), sec.at("systemPool"), problems, ("instanceType", "minNodes", "maxNodes"))
     system = NodePool(
@@ -93,7 +98,39 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
         extras = _extras(sec.value(prof.name, {}), sec.at(prof.name), prof, problems)
     return Cluster(name=name or "", region=region or "", kubernetes_version=version or "", system_pool=system,
                    existing_kubeconfig=kubeconfig if isinstance(kubeconfig, str) else None,
-                   private_endpoint=bool(private), extras=extras)
+                   private_endpoint=bool(private), authorized_networks=networks, extras=extras)
+
+
+def _authorized_networks(sec: Section, prof: CloudProfile | None, production: bool, private: bool,
+                         problems: Problems) -> tuple[str, ...]:
+    """cluster.authorizedNetworks: IPv4 CIDRs that may reach the API endpoint; a public production endpoint needs them."""
+    path = sec.at("authorizedNetworks")
+    networks = []
+    for i, value in enumerate(sec.str_list("authorizedNetworks")):
+        try:
+            net = ipaddress.IPv4Network(value)
+        except ValueError:
+            try:
+                problems.add(join(path, i), f"{value!r} has host bits set; the network is "
+                                            f"{ipaddress.IPv4Network(value, strict=False)}")
+            except ValueError:
+                problems.add(join(path, i), f"{value!r} is not an IPv4 CIDR like 203.0.113.0/24")
+            continue
+        if production and net.prefixlen == 0:
+            problems.add(join(path, i), f"{value} opens the API endpoint to the whole internet; in production list "
+                                        "your own networks")
+            continue
+        networks.append(str(net))
+    if networks and sec.has("existingKubeconfig"):
+        problems.add(path, "is applied to a cluster this stack creates; with cluster.existingKubeconfig limit the "
+                           "endpoint where that cluster is managed")
+    elif networks and private and prof and prof.authorized_networks_public_only:
+        problems.add(path, f"limits a public endpoint only on {prof.service}, and cluster.privateEndpoint is true; "
+                           "remove it or set privateEndpoint: false")
+    if production and not private and not sec.has("existingKubeconfig") and not sec.raw.get("authorizedNetworks"):
+        problems.add(path, "is required in production when cluster.privateEndpoint is false: list the IPv4 CIDRs "
+                           "that may reach the public API endpoint, e.g. [203.0.113.0/24]")
+    return tuple(networks)
 
 
 def _extras(raw: Any, path: str, prof: CloudProfile, problems: Problems) -> dict[str, Any]:

@@ -37,7 +37,7 @@ def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: 
     for i, item in enumerate(items):
         path = join("teams", i)
         sec = Section(item, path, problems, ("name", "quotas", "borrowingLimit", "lendingLimit", "priority", "groups",
-                                             "reclaim"))
+                                             "principals", "reclaim"))
         name = sec.str("name", pattern=DNS1123_LABEL, what="a DNS-1123 label (it becomes the team's namespace)")
         if name in RESERVED_NAMESPACES:
             problems.add(sec.at("name"), f"{name!r} is a reserved namespace; reserved: {', '.join(RESERVED_NAMESPACES)}")
@@ -50,6 +50,7 @@ def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: 
             lending_limit=sec.int("lendingLimit", None, minimum=0),
             priority=sec.str("priority", "normal", choices=PRIORITIES) or "normal",
             groups=tuple(sec.str_list("groups")),
+            principals=tuple(dict.fromkeys(sec.str_list("principals"))),
             reclaim=bool(sec.bool("reclaim", False)),
         )
         teams.append(team)
@@ -142,3 +143,28 @@ def reclaim_opt_ins(items: Any, teams: list[Team], observability: Observability,
         for i in opted:
             problems.warn(join(join("teams", i), "reclaim"), "has no effect while observability.reclaim.enabled "
                                                              "is false")
+
+
+def team_principal_checks(teams: list[Team], prof: CloudProfile | None, adopted: bool, problems: Problems) -> None:
+    """teams[].principals: only where the cloud needs them (profile.team_principals) on a cluster this stack
+    creates, in the cloud's identity format, and always with groups to put them in."""
+    if prof is None:
+        return
+    spec = prof.team_principals
+    for i, team in enumerate(teams):
+        if not team.principals:
+            continue
+        at = join(join("teams", i), "principals")
+        if adopted:
+            problems.add(at, "is applied to a cluster this stack creates; with cluster.existingKubeconfig map the "
+                             "principals where that cluster is managed")
+        elif spec is None:
+            problems.add(at, f"{prof.service} puts its own identities in Kubernetes groups: list them in "
+                             "teams[].groups; principals is for EKS, which maps IAM principals through access entries")
+            continue
+        problem = spec.problem(list(team.principals))
+        if problem:
+            problems.add(at, problem)
+        if not team.groups:
+            problems.add(join(join("teams", i), "groups"), f"is required with principals: {spec.doc}, and the "
+                                                           "team's RoleBinding grants those groups")

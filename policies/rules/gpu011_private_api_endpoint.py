@@ -77,7 +77,7 @@ RULE = resource_rule(
     remediation=(
         "Keep `cluster.privateEndpoint: true` (the production default) and reach the API through the VPC, a "
         "bastion or a VPN.",
-        "If a public endpoint is required, limit it (e.g. `cluster.aws.publicAccessCidrs`) to your networks.",
+        "If a public endpoint is required, limit it to your networks with `cluster.authorizedNetworks`.",
     ),
     config_key="cluster",
     types=tuple(CLUSTERS),

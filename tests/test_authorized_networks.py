@@ -1,0 +1,142 @@
+"""cluster.authorizedNetworks: parsed once for every cloud, required for a public production endpoint, and wired as
+EKS publicAccessCidrs and AKS authorizedIPRanges."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from components.config import ConfigError, validate
+from gpu_platform.cli import main
+from gpu_platform.engine import plan_stack
+from gpu_platform.engine.plan import PROJECT_ROOT, read_stack_config
+
+OFFICE = ["203.0.113.0/24", "198.51.100.7/32"]
+
+
+def problems(raw):
+    with pytest.raises(ConfigError) as info:
+        validate(raw)
+    return {p.path: p.message for p in info.value.problems}
+
+
+def public(raw, **cluster):
+    raw["cluster"].update(privateEndpoint=False, **cluster)
+    return raw
+
+
+def stack_cluster(stack: str, **changes) -> dict:
+    cluster = copy.deepcopy(read_stack_config(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml")["gpu-platform:cluster"])
+    cluster.update(changes)
+    return {"gpu-platform:cluster": cluster}
+
+
+# --- config --------------------------------------------------------------------------------------------------
+
+def test_default_is_no_networks(raw):
+    assert validate(raw).cluster.authorized_networks == ()
+
+
+def test_networks_are_kept_in_order(raw):
+    assert validate(public(raw, authorizedNetworks=OFFICE)).cluster.authorized_networks == tuple(OFFICE)
+
+
+def test_public_production_endpoint_needs_networks(raw):
+    assert problems(public(raw)) == {
+        "cluster.authorizedNetworks": "is required in production when cluster.privateEndpoint is false: list the "
+                                      "IPv4 CIDRs that may reach the public API endpoint, e.g. [203.0.113.0/24]"}
+    assert "cluster.authorizedNetworks" in problems(public(raw, authorizedNetworks=[]))
+
+
+def test_public_development_endpoint_may_stay_open(raw):
+    raw["environment"] = "development"
+    assert validate(raw).cluster.authorized_networks == ()
+    assert validate(public(raw, authorizedNetworks=["0.0.0.0/0"])).cluster.authorized_networks == ("0.0.0.0/0",)
+
+
+@pytest.mark.parametrize("networks, path, message", [
+    (["203.0.113.0/33"], "cluster.authorizedNetworks[0]", "'203.0.113.0/33' is not an IPv4 CIDR like 203.0.113.0/24"),
+    ([OFFICE[0], "office"], "cluster.authorizedNetworks[1]", "'office' is not an IPv4 CIDR like 203.0.113.0/24"),
+    (["2001:db8::/32"], "cluster.authorizedNetworks[0]", "'2001:db8::/32' is not an IPv4 CIDR like 203.0.113.0/24"),
+    (["203.0.113.9/24"], "cluster.authorizedNetworks[0]", "'203.0.113.9/24' has host bits set; the network is "
+                                                          "203.0.113.0/24"),
+    (["0.0.0.0/0"], "cluster.authorizedNetworks[0]", "0.0.0.0/0 opens the API endpoint to the whole internet; in "
+                                                     "production list your own networks"),
+    ("203.0.113.0/24", "cluster.authorizedNetworks", "must be a list of strings; got '203.0.113.0/24'"),
+    ([24], "cluster.authorizedNetworks", "must be a list of strings; got [24]"),
+])
+def test_bad_networks(raw, networks, path, message):
+    found = problems(public(raw, authorizedNetworks=networks))
+    assert found[path] == message
+
+
+def test_every_bad_network_is_reported_at_once(raw):
+    found = problems(public(raw, authorizedNetworks=["x", OFFICE[0], "10.0.0.1/8"]))
+    assert sorted(found) == ["cluster.authorizedNetworks[0]", "cluster.authorizedNetworks[2]"]
+
+
+@pytest.mark.parametrize("cloud, pool, service", [
+    ("aws", {"name": "h100", "instanceType": "p5.48xlarge", "maxNodes": 2}, "EKS"),
+    ("azure", {"name": "h100", "instanceType": "Standard_ND96isr_H100_v5", "maxNodes": 2}, "AKS"),
+])
+def test_private_eks_and_aks_endpoints_take_no_networks(raw, cloud, pool, service):
+    raw.update(cloud=cloud, gpuPools=[pool], teams=[{"name": "lab", "quotas": {"h100": 8}}])
+    raw["cluster"]["authorizedNetworks"] = OFFICE
+    assert problems(raw) == {"cluster.authorizedNetworks": f"limits a public endpoint only on {service}, and "
+                                                           "cluster.privateEndpoint is true; remove it or set "
+                                                           "privateEndpoint: false"}
+
+
+def test_bad_stack_exits_2_naming_the_path(tmp_path, capsys):
+    stack = tmp_path / "Pulumi.aws-open.yaml"
+    stack.write_text((PROJECT_ROOT / "stacks" / "Pulumi.aws-prod.yaml").read_text().replace(
+        "    name: ml-prod\n", "    name: ml-prod\n    privateEndpoint: false\n    authorizedNetworks: [10.0.0.1/8]\n"))
+    assert main(["plan", "--file", str(stack)]) == 2
+    assert "cluster.authorizedNetworks[0]: '10.0.0.1/8' has host bits set" in capsys.readouterr().err
+
+
+# --- EKS and AKS ---------------------------------------------------------------------------------------------
+
+def test_eks_public_endpoint_is_limited_to_the_networks():
+    plan = plan_stack("aws-prod", config_overrides=stack_cluster("aws-prod", privateEndpoint=False,
+                                                                 authorizedNetworks=OFFICE))
+    cluster, = plan.of_type("aws:eks/cluster:Cluster")
+    assert cluster.inputs["vpcConfig"]["endpointPublicAccess"] is True
+    assert cluster.inputs["vpcConfig"]["publicAccessCidrs"] == OFFICE
+
+
+def test_eks_private_and_open_development_endpoints_name_no_cidrs():
+    for stack in ("aws-prod", "aws-dev"):
+        cluster, = plan_stack(stack).of_type("aws:eks/cluster:Cluster")
+        assert "publicAccessCidrs" not in cluster.inputs["vpcConfig"]
+
+
+def test_aks_public_endpoint_is_limited_to_the_networks():
+    plan = plan_stack("azure-prod", config_overrides=stack_cluster("azure-prod", privateEndpoint=False,
+                                                                   authorizedNetworks=OFFICE))
+    cluster, = plan.of_type("azure-native:containerservice:ManagedCluster")
+    assert cluster.inputs["apiServerAccessProfile"] == {"enablePrivateCluster": False, "authorizedIPRanges": OFFICE}
+
+
+def test_aks_private_endpoint_names_no_ranges():
+    cluster, = plan_stack("azure-prod").of_type("azure-native:containerservice:ManagedCluster")
+    assert cluster.inputs["apiServerAccessProfile"] == {"enablePrivateCluster": True}
+
+
+@pytest.mark.parametrize("stack", ["aws-prod", "azure-prod"])
+def test_limited_public_endpoint_passes_the_private_endpoint_policy(stack, tmp_path):
+    path = tmp_path / f"Pulumi.{stack}-public.yaml"
+    text = (PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text()
+    name = read_stack_config(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml")["gpu-platform:cluster"]["name"]
+    path.write_text(text.replace(f"    name: {name}\n", f"    name: {name}\n    privateEndpoint: false\n"
+                                                        f"    authorizedNetworks: [{OFFICE[0]}]\n"))
+    assert main(["check", "--file", str(path)]) == 0
+
+
+def test_adopted_cluster_takes_no_networks(raw):
+    raw["cluster"].update(existingKubeconfig="apiVersion: v1", authorizedNetworks=OFFICE, privateEndpoint=False)
+    assert problems(raw) == {"cluster.authorizedNetworks": "is applied to a cluster this stack creates; with "
+                                                           "cluster.existingKubeconfig limit the endpoint where that "
+                                                           "cluster is managed"}
+    del raw["cluster"]["authorizedNetworks"]
+    assert validate(raw).cluster.authorized_networks == ()  # nothing to require either: the endpoint is not ours
