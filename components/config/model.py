@@ -56,6 +56,7 @@ class Cluster:
     existing_kubeconfig: str | None = None
     private_endpoint: bool = False
     extras: dict[str, Any] = field(default_factory=dict)  # the `cluster.<cloud>` block
+    authorized_networks: tuple[str, ...] = ()  # CIDRs allowed to reach the Kubernetes API endpoint
 
     @property
     def adopted(self) -> bool:

@@ -1,11 +1,13 @@
 """Raw `gpu-platform:*` config -> validated PlatformConfig, with every problem reported at once."""
 from __future__ import annotations
 
+import ipaddress
 import re
 from datetime import date
 from typing import Any
 
 from components.clouds.profiles import PROFILES, CloudProfile
+from components.config.access import team_group_rules
 from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, Section, join
 from components.config.model import (
@@ -15,6 +17,7 @@ from components.config.pools import (
     cloud_pool_checks, one_gpu_operator, read_pools, scale_from_zero_warnings, spot_warnings,
 )
 from components.config.teams import read_scheduler, read_teams, reclaim_opt_ins, team_quota_rules
+from components.config.zonal import per_zone_start_checks
 
 TOP_KEYS = ("cloud", "environment", "cluster", "gpuPools", "scheduler", "teams", "observability", "policy")
 _K8S_VERSION = re.compile(r"1\.\d{2}")
@@ -43,6 +46,8 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     one_gpu_operator(pool_items, pools, prof, problems)
     if prof and cluster:
         cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)
+        per_zone_start_checks(cluster, pool_items, pools, prof, problems)
+        team_group_rules(cluster, teams, prof, problems)
     spot_warnings(pools, production, problems)
     team_quota_rules(pool_items, pools, scheduler, teams, prof, production, problems)
     scale_from_zero_warnings(pool_items, pools, prof, problems)
@@ -59,7 +64,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
 
 def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Problems) -> Cluster | None:
     sec = Section(raw, "cluster", problems, ("name", "region", "kubernetesVersion", "existingKubeconfig",
-                                            "systemPool", "privateEndpoint", *CLOUDS))
+                                            "systemPool", "privateEndpoint", "authorizedNetworks", *CLOUDS))
     if raw is None:
         return None
     name = sec.str("name", pattern=DNS1123_LABEL, what="a DNS-1123 label (lowercase letters, digits, '-')")
@@ -74,6 +79,13 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
     if kubeconfig is not None and not isinstance(kubeconfig, str):
         problems.add(sec.at("existingKubeconfig"), "must be a kubeconfig string (set it with `pulumi config set --secret`)")
     private = sec.bool("privateEndpoint", production)
+    authorized = sec.str_list("authorizedNetworks")
+    for i, cidr in enumerate(authorized):
+        try:
+            ipaddress.ip_network(cidr)
+        except ValueError:
+            problems.add(join(sec.at("authorizedNetworks"), i), f"must be a CIDR like 203.0.113.0/24 (host bits zero); "
+                                                               f"got {cidr!r}")
 
     sys_sec = Section(sec.value("systemPool", {}), sec.at("systemPool"), problems, ("instanceType", "minNodes", "maxNodes"))
     system = NodePool(
@@ -93,7 +105,7 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
         extras = _extras(sec.value(prof.name, {}), sec.at(prof.name), prof, problems)
     return Cluster(name=name or "", region=region or "", kubernetes_version=version or "", system_pool=system,
                    existing_kubeconfig=kubeconfig if isinstance(kubeconfig, str) else None,
-                   private_endpoint=bool(private), extras=extras)
+                   private_endpoint=bool(private), extras=extras, authorized_networks=tuple(authorized))
 
 
 def _extras(raw: Any, path: str, prof: CloudProfile, problems: Problems) -> dict[str, Any]:
