@@ -173,6 +173,16 @@ def test_nodes_run_as_a_dedicated_least_privilege_service_account(prod):
         assert {g.urn for g in grants} <= set(pool.options["dependsOn"]), pool.name
 
 
+def test_even_the_removed_default_pool_uses_the_nodes_account(prod):
+    cluster = one(prod, CLUSTER, "ml-prod-gke-gke")
+    assert cluster.inputs["nodeConfig"] == {
+        "serviceAccount": "ml-prod-gke-nodes@acme-ml-prod.iam.gserviceaccount.com",
+        "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"]}
+    # It describes only the default pool GKE creates and the program removes: a change must not replace the cluster.
+    assert cluster.options["ignoreChanges"] == ["nodeConfig"]
+    assert {g.urn for g in prod.of_type(IAM_MEMBER)} <= set(cluster.options["dependsOn"])
+
+
 def test_node_service_account_id_fits_gcp_limits():
     longest = node_service_account_id("a" * 23 + "-" + "b" * 16)  # a 40-character cluster name
     assert longest == "a" * 23 + "-nodes" and 6 <= len(longest) <= 30

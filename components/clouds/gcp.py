@@ -112,6 +112,7 @@ class GkeCluster(PlatformCluster):
             network, subnetwork = self._network(name, config, project)
             ip_allocation = {"cluster_secondary_range_name": POD_RANGE, "services_secondary_range_name": SERVICE_RANGE}
 
+        self._nodes_account, nodes_ready = self._node_service_account(name, cluster, project)
         gke = container.Cluster(
             f"{name}-gke",
             name=cluster.name,
@@ -123,6 +124,8 @@ class GkeCluster(PlatformCluster):
             # Pools are separate resources, so changing one never touches the cluster.
             remove_default_node_pool=True,
             initial_node_count=1,
+            # Even the short-lived default pool runs as the nodes' own account, never the Compute Engine default.
+            node_config={"service_account": self._nodes_account.email, "oauth_scopes": OAUTH_SCOPES},
             release_channel={"channel": "REGULAR"},
             min_master_version=cluster.kubernetes_version,
             networking_mode="VPC_NATIVE",
@@ -140,9 +143,10 @@ class GkeCluster(PlatformCluster):
             else None,
             datapath_provider="ADVANCED_DATAPATH",  # Dataplane V2 enforces NetworkPolicy
             deletion_protection=config.production,
-            opts=pulumi.ResourceOptions(parent=self, protect=config.production),
+            # nodeConfig describes only the removed default pool, and changing it would replace the cluster.
+            opts=pulumi.ResourceOptions(parent=self, protect=config.production, depends_on=nodes_ready,
+                                        ignore_changes=["nodeConfig"]),
         )
-        self._nodes_account, nodes_ready = self._node_service_account(name, cluster, project)
         system = config.cluster.system_pool
         container.NodePool(
             f"{name}-system",
