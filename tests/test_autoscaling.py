@@ -113,7 +113,7 @@ def test_oke_values_merge_cloud_and_shared(plans):
     assert values["cloudProvider"] == "oci"
     args = values["extraArgs"]
     assert args["balancing-ignore-label_1"] == "displayName" and args["expander"] == "priority,least-waste"
-    assert values["extraEnv"]["OCI_USE_INSTANCE_PRINCIPAL"] == "true"
+    assert values["extraEnv"]["OCI_USE_WORKLOAD_IDENTITY"] == "true"
     priorities = values["expanderPriorities"]
     assert list(priorities) == ["1", "10", "20"]  # plan JSON sorts keys; the chart reads them as numbers
     assert max(priorities, key=int) == "20" and len(priorities["20"]) == 1

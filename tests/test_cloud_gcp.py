@@ -19,7 +19,8 @@ GPU_NODE_POOL = "gpu-platform:cluster:GpuNodePool"
 VARIANT_OVERRIDES = {
     "gpu-platform:environment": "staging",
     "gpu-platform:cluster": {"name": "ml-stage-gke", "region": "us-east4",
-                             "gcp": {"project": "acme-stage", "network": "shared-vpc", "subnetwork": "gke-nodes"}},
+                             "gcp": {"project": "acme-stage", "network": "shared-vpc", "subnetwork": "gke-nodes",
+                                     "zones": ["us-east4-a", "us-east4-c", "us-east4-b"]}},
     "gpu-platform:gpuPools": [
         {"name": "h100-operator", "instanceType": "a3-highgpu-8g", "maxNodes": 2, "driver": "operator"},
         {"name": "l4-reserved", "instanceType": "g2-standard-48", "minNodes": 3, "maxNodes": 6, "driver": "operator",
@@ -82,10 +83,11 @@ def test_taints_are_explicit_with_gke_effect_spelling(prod):
     assert "taints" not in one(prod, NODE_POOL, "ml-prod-gke-system").inputs["nodeConfig"]
 
 
-def test_gke_mutated_fields_are_ignored(prod):
+def test_gke_mutated_fields_are_ignored_but_taints_stay_managed(prod):
+    # Taints are updated in place by the provider: ignoring them would keep a removed taint on new nodes.
     for pool in ("h100-train", "a100-infer", "l4-spot"):
         assert node_pool(prod, "ml-prod-gke", pool).options["ignoreChanges"] == [
-            "nodeConfig.taints", "nodeConfig.resourceLabels", "initialNodeCount"]
+            "nodeConfig.resourceLabels", "initialNodeCount"]
 
 
 def test_accelerators_with_managed_driver(prod):
@@ -184,7 +186,7 @@ def test_development_cluster_has_public_endpoint_and_can_be_deleted(dev):
     assert cluster.inputs["privateClusterConfig"]["enablePrivateEndpoint"] is False
     assert cluster.inputs["privateClusterConfig"]["enablePrivateNodes"] is True
     assert "masterAuthorizedNetworksConfig" not in cluster.inputs
-    assert "nodeLocations" not in cluster.inputs
+    assert cluster.inputs["nodeLocations"] == ["europe-west4-a", "europe-west4-b"]
     assert accelerator(dev, "ml-dev-gke", "l4-train") == {
         "type": "nvidia-l4", "count": 4, "gpuDriverInstallationConfig": {"gpuDriverVersion": "DEFAULT"}}
 
@@ -195,6 +197,7 @@ def test_given_network_is_used_as_is(variant):
     inputs = one(variant, CLUSTER, "ml-stage-gke-gke").inputs
     assert (inputs["network"], inputs["subnetwork"]) == ("shared-vpc", "gke-nodes")
     assert inputs["ipAllocationPolicy"] == {}
+    # minNodes 3 over three zones: one node per zone.
     assert node_pool(variant, "ml-stage-gke", "l4-reserved").inputs["initialNodeCount"] == 1
 
 
@@ -207,7 +210,7 @@ def test_kubeconfig_uses_gke_auth_plugin():
 
 GCP_RAW = {
     "cloud": "gcp",
-    "cluster": {"name": "ml", "region": "us-central1", "gcp": {"project": "p"}},
+    "cluster": {"name": "ml", "region": "us-central1", "gcp": {"project": "p", "zones": ["us-central1-a"]}},
     "gpuPools": [{"name": "a100", "instanceType": "a2-ultragpu-8g", "maxNodes": 2,
                   "sharing": {"mode": "mig", "migProfile": "all-1g.10gb"}}],
     "teams": [{"name": "serving", "quotas": {"a100": 8}}],

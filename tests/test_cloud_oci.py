@@ -38,7 +38,6 @@ DEV = textwrap.dedent("""\
         systemPool: {instanceType: VM.Standard3.Flex, minNodes: 1, maxNodes: 2}
         oci:
           compartmentId: ocid1.compartment.oc1..dev
-          tenancyId: ocid1.tenancy.oc1..dev
           gpuImageId: ocid1.image.oc1.phx.gpu
           imageId: ocid1.image.oc1.phx.ol8
           availabilityDomain: "Uocm:PHX-AD-1"
@@ -58,7 +57,6 @@ EXISTING = textwrap.dedent("""\
         region: us-ashburn-1
         oci:
           compartmentId: ocid1.compartment.oc1..net
-          tenancyId: ocid1.tenancy.oc1..net
           gpuImageId: ocid1.image.oc1.iad.gpu
           imageId: ocid1.image.oc1.iad.ol8
           vcnId: ocid1.vcn.oc1.iad.shared
@@ -187,7 +185,8 @@ def test_every_gpu_pool_has_one_node_pool_with_its_shape_image_size_and_labels(p
         pool = config.pool(component.inputs["poolName"])
         assert nodes.inputs["name"] == pool.cloud_name
         assert nodes.inputs["nodeShape"] == pool.instance_type
-        assert nodes.inputs["nodeSourceDetails"] == {"imageId": PROD_EXTRAS["gpuImageId"], "sourceType": "IMAGE"}
+        assert nodes.inputs["nodeSourceDetails"] == {"imageId": PROD_EXTRAS["gpuImageId"], "sourceType": "IMAGE",
+                                                     "bootVolumeSizeInGbs": "200"}
         assert nodes.inputs["nodeConfigDetails"]["size"] == pool.min_nodes
         assert nodes.inputs["kubernetesVersion"] == "v1.33.1"
         assert {lbl["key"]: lbl["value"] for lbl in nodes.inputs["initialNodeLabels"]} == component.inputs["labels"]
@@ -302,24 +301,29 @@ def test_build_kubeconfig_is_a_valid_exec_kubeconfig():
 
 # --- Cluster Autoscaler: IAM and cloud values --------------------------------------------------------------------
 
-def test_nodes_may_manage_node_pools_through_instance_principals(prod):
-    group = one(prod, "oci:Identity/dynamicGroup:DynamicGroup", "ml-prod-oke-nodes")
-    assert group.inputs["compartmentId"] == PROD_EXTRAS["tenancyId"]
-    assert group.inputs["matchingRule"] == f"ALL {{instance.compartment.id = '{PROD_EXTRAS['compartmentId']}'}}"
+def test_only_the_autoscaler_service_account_of_this_cluster_may_manage_node_pools(prod):
+    # No dynamic group: it could only match every instance of the compartment (and so every pod on them).
+    assert not prod.of_type("oci:Identity/dynamicGroup:DynamicGroup")
     policy = one(prod, "oci:Identity/policy:Policy", "ml-prod-oke-autoscaler")
     assert policy.inputs["compartmentId"] == PROD_EXTRAS["compartmentId"]
     compartment = PROD_EXTRAS["compartmentId"]
+    cluster = one(prod, "oci:ContainerEngine/cluster:Cluster", "ml-prod-oke-cluster")
+    cluster_id = fake_id(cluster.type, cluster.name)
     assert policy.inputs["statements"] == [
-        f"Allow dynamic-group ml-prod-oke-nodes to {verb} in compartment id {compartment}"
+        f"Allow any-user to {verb} in compartment id {compartment} where ALL {{request.principal.type = 'workload', "
+        f"request.principal.namespace = 'kube-system', request.principal.service_account = 'cluster-autoscaler', "
+        f"request.principal.cluster_id = '{cluster_id}'}}"
         for verb in ("manage cluster-node-pools", "manage instance-family", "use subnets",
                      "read virtual-network-family", "use vnics", "inspect compartments")]
-    assert group.urn in policy.options["dependsOn"]
+    assert cluster.urn in policy.options["dependsOn"]
 
 
 def test_autoscaler_values_name_every_node_pool_by_ocid(prod):
     values = one(prod, "kubernetes:helm.sh/v3:Release", "cluster-autoscaler-release").inputs["values"]
     assert values["cloudProvider"] == "oci"
-    assert values["extraEnv"] == {"OCI_USE_INSTANCE_PRINCIPAL": "true", "OCI_REGION": "us-ashburn-1"}
+    assert values["extraEnv"] == {"OCI_USE_WORKLOAD_IDENTITY": "true", "OCI_RESOURCE_PRINCIPAL_VERSION": "2.2",
+                                  "OCI_RESOURCE_PRINCIPAL_REGION": "us-ashburn-1", "OCI_REGION": "us-ashburn-1"}
+    assert values["rbac"]["serviceAccount"]["name"] == "cluster-autoscaler"  # the name the policy conditions on
     pools = {c.inputs["poolName"]: (c, n) for c, n in gpu_node_pools(prod)}
     expected = [{"name": fake_id(NODE_POOL, n.name), "minSize": c.inputs["minNodes"], "maxSize": c.inputs["maxNodes"]}
                 for c, n in pools.values()]
@@ -335,7 +339,7 @@ def test_autoscaler_values_name_every_node_pool_by_ocid(prod):
 # --- OCI config checks ---------------------------------------------------------------------------------------------
 
 def _raw(**oci):
-    base = {"compartmentId": "ocid1.compartment.oc1..c", "tenancyId": "ocid1.tenancy.oc1..t",
+    base = {"compartmentId": "ocid1.compartment.oc1..c",
             "gpuImageId": "ocid1.image.oc1.iad.g", "imageId": "ocid1.image.oc1.iad.i"}
     base.update(oci)
     return {
@@ -355,9 +359,8 @@ def _problems(raw) -> dict[str, str]:
 @pytest.mark.parametrize("oci, path, fragment", [
     ({"gpuImageId": None}, "cluster.oci.gpuImageId", "is required on oci"),
     ({"imageId": None}, "cluster.oci.imageId", "is required on oci"),
-    ({"tenancyId": None}, "cluster.oci.tenancyId", "is required on oci"),
     ({"gpuImageId": "ami-123"}, "cluster.oci.gpuImageId", "must be a image OCID"),
-    ({"tenancyId": "ocid1.compartment.oc1..x"}, "cluster.oci.tenancyId", "must be a tenancy OCID"),
+    ({"tenancyId": "ocid1.tenancy.oc1..t"}, "cluster.oci.tenancyId", "unknown key"),
     ({"vcnId": "ocid1.vcn.oc1.iad.v"}, "cluster.oci.nodeSubnetId", "is required with vcnId"),
     ({"nodeSubnetId": "ocid1.subnet.oc1.iad.s"}, "cluster.oci.vcnId", "is required with nodeSubnetId"),
     ({"vcnCidr": "10.0.0.0/20"}, "cluster.oci.vcnCidr", "must be a /16"),

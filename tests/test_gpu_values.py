@@ -23,9 +23,9 @@ from components.gpu.sharing import DEFAULT_ENTRY, DEVICE_PLUGIN_CONFIGMAP, devic
 CLOUDS = {
     "aws": ({}, ("p4de.24xlarge", 8), ("g6.12xlarge", 4)),
     "azure": ({}, ("Standard_NC96ads_A100_v4", 4), ("Standard_NV36ads_A10_v5", 1)),
-    "gcp": ({"project": "p"}, ("a2-ultragpu-8g", 8), ("g2-standard-24", 2)),
+    "gcp": ({"project": "p", "zones": ["us-central1-a"]}, ("a2-ultragpu-8g", 8), ("g2-standard-24", 2)),
     "oci": ({"compartmentId": "ocid1.compartment.oc1..x", "gpuImageId": "ocid1.image.oc1..g",
-             "imageId": "ocid1.image.oc1..s", "tenancyId": "ocid1.tenancy.oc1..t"}, ("BM.GPU.A100-v2.8", 8),
+             "imageId": "ocid1.image.oc1..s"}, ("BM.GPU.A100-v2.8", 8),
             ("VM.GPU.A10.2", 2)),
 }
 SHARING = {

@@ -5,11 +5,14 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp.compute as compute
 import pulumi_gcp.container as container
+import pulumi_gcp.projects as projects
+import pulumi_gcp.serviceaccount as serviceaccount
 import yaml
 
 from components.clouds.base import GpuNodePool, PlatformCluster
 from components.clouds.profiles import CloudProfile, profile
-from components.config.model import GpuPool, PlatformConfig
+from components.clouds.zonal import initial_per_zone
+from components.config.model import Cluster, GpuPool, PlatformConfig
 
 NODE_CIDR = "10.0.0.0/20"
 POD_RANGE, POD_CIDR = "pods", "10.16.0.0/14"  # a /24 per node: room for ~1000 nodes
@@ -17,6 +20,10 @@ SERVICE_RANGE, SERVICE_CIDR = "services", "10.20.0.0/20"
 DEFAULT_MASTER_CIDR = "172.16.0.0/28"
 OAUTH_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]  # access is narrowed by IAM, not scopes
 SYSTEM_POOL = "system"
+# What a node's own service account needs and nothing more (GKE "Configure node service accounts"): the
+# Kubernetes Engine Default Node Service Account role (logs, metrics, monitoring reads, resource metadata) and
+# image pulls from Artifact Registry. Workloads get their own identities through workload identity.
+NODE_ROLES = ("roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader")
 
 # GKE installs the driver when gpuDriverVersion is DEFAULT; left unset there is no driver at all.
 # INSTALLATION_DISABLED leaves it to the GPU Operator, which only works on Ubuntu node images (REFERENCE section 1).
@@ -24,11 +31,12 @@ DRIVER_VERSIONS = {"managed": "DEFAULT", "operator": "INSTALLATION_DISABLED"}
 GPU_IMAGES = {"managed": "COS_CONTAINERD", "operator": "UBUNTU_CONTAINERD"}
 SHARING_STRATEGIES = {"time-slicing": "TIME_SHARING", "mps": "MPS"}
 
-# GKE writes taints of its own onto GPU pools (the nvidia.com/gpu taint in some create orders,
-# terraform-google-kubernetes-engine#703) and a changed taint list replaces the whole pool
-# (terraform-provider-google#7928); it adds resource labels such as goog-gke-node-pool-provisioning-model;
-# initialNodeCount only matters at creation and the autoscaler owns the count afterwards.
-GKE_MUTATED_FIELDS = ["nodeConfig.taints", "nodeConfig.resourceLabels", "initialNodeCount"]
+# Taints stay managed: the pinned provider updates a pool's taints in place (GKE UpdateNodePool `taints`) and
+# tracks only the taints it set, so GKE's own GPU taint causes no drift (effectiveTaints lists them all); ignoring
+# them would leave new nodes with a taint the stack removed. GKE adds resource labels such as
+# goog-gke-node-pool-provisioning-model; initialNodeCount only matters at creation and the autoscaler owns the
+# count afterwards.
+GKE_MUTATED_FIELDS = ["nodeConfig.resourceLabels", "initialNodeCount"]
 
 
 def guest_accelerator(pool: GpuPool) -> dict:
@@ -65,11 +73,22 @@ def gke_kubeconfig(name: str, endpoint: str, ca_data: str) -> str:
     }, sort_keys=False)
 
 
-def _initial_per_zone(min_nodes: int, zones: list[str] | None) -> int:
-    """Nodes per zone at creation; the autoscaler's total limits settle the count afterwards."""
-    if not min_nodes:
-        return 0
-    return -(-min_nodes // len(zones)) if zones else 1
+def node_service_account_id(cluster_name: str) -> str:
+    """A service account id for the cluster's nodes: 6-30 characters, lowercase, no trailing hyphen."""
+    return f"{cluster_name[:24].rstrip('-')}-nodes"
+
+
+def master_authorized_networks(cluster: Cluster) -> dict | None:
+    """Who may reach the control plane: the listed CIDRs, or (private endpoint) only the VPC; None leaves a public
+    endpoint open to any address."""
+    if not cluster.private_endpoint and not cluster.authorized_networks:
+        return None
+    # Google-owned public ranges (Cloud Shell, Cloud Build) are not the user's networks.
+    config: dict = {"gcp_public_cidrs_access_enabled": False}
+    if cluster.authorized_networks:
+        config["cidr_blocks"] = [{"cidr_block": cidr, "display_name": f"authorized-{i}"}
+                                 for i, cidr in enumerate(cluster.authorized_networks)]
+    return config
 
 
 class GkeCluster(PlatformCluster):
@@ -83,7 +102,7 @@ class GkeCluster(PlatformCluster):
         prof = profile("gcp")
         extras = cluster.extras
         project = extras["project"]
-        zones = extras.get("zones")
+        zones = extras["zones"]
 
         if "network" in extras or "subnetwork" in extras:
             network, subnetwork = extras.get("network"), extras.get("subnetwork")
@@ -93,6 +112,7 @@ class GkeCluster(PlatformCluster):
             network, subnetwork = self._network(name, config, project)
             ip_allocation = {"cluster_secondary_range_name": POD_RANGE, "services_secondary_range_name": SERVICE_RANGE}
 
+        self._nodes_account, nodes_ready = self._node_service_account(name, cluster, project)
         gke = container.Cluster(
             f"{name}-gke",
             name=cluster.name,
@@ -104,6 +124,8 @@ class GkeCluster(PlatformCluster):
             # Pools are separate resources, so changing one never touches the cluster.
             remove_default_node_pool=True,
             initial_node_count=1,
+            # Even the short-lived default pool runs as the nodes' own account, never the Compute Engine default.
+            node_config={"service_account": self._nodes_account.email, "oauth_scopes": OAUTH_SCOPES},
             release_channel={"channel": "REGULAR"},
             min_master_version=cluster.kubernetes_version,
             networking_mode="VPC_NATIVE",
@@ -113,13 +135,17 @@ class GkeCluster(PlatformCluster):
                 "enable_private_endpoint": cluster.private_endpoint,
                 "master_ipv4_cidr_block": extras.get("masterIpv4CidrBlock", DEFAULT_MASTER_CIDR),
             },
-            # A private endpoint needs master authorized networks on; without extra CIDRs only the VPC reaches it.
-            master_authorized_networks_config={"gcp_public_cidrs_access_enabled": False}
-            if cluster.private_endpoint else None,
+            master_authorized_networks_config=master_authorized_networks(cluster),
             workload_identity_config={"workload_pool": f"{project}.svc.id.goog"},
+            # Google Groups for RBAC: members of the security group's groups reach RBAC as the group emails the
+            # teams' RoleBindings name.
+            authenticator_groups_config={"security_group": extras["securityGroup"]} if "securityGroup" in extras
+            else None,
             datapath_provider="ADVANCED_DATAPATH",  # Dataplane V2 enforces NetworkPolicy
             deletion_protection=config.production,
-            opts=pulumi.ResourceOptions(parent=self, protect=config.production),
+            # nodeConfig describes only the removed default pool, and changing it would replace the cluster.
+            opts=pulumi.ResourceOptions(parent=self, protect=config.production, depends_on=nodes_ready,
+                                        ignore_changes=["nodeConfig"]),
         )
         system = config.cluster.system_pool
         container.NodePool(
@@ -129,19 +155,35 @@ class GkeCluster(PlatformCluster):
             location=cluster.region,
             cluster=gke.name,
             node_locations=zones,
-            initial_node_count=_initial_per_zone(system.min_nodes, zones),
+            initial_node_count=initial_per_zone(system.min_nodes, len(zones)),
             autoscaling={"total_min_node_count": system.min_nodes, "total_max_node_count": system.max_nodes,
                          "location_policy": "BALANCED"},
             management={"auto_repair": True, "auto_upgrade": True},
             node_config={"machine_type": system.instance_type, "image_type": "COS_CONTAINERD",
+                         "service_account": self._nodes_account.email,
                          "oauth_scopes": OAUTH_SCOPES, "workload_metadata_config": {"mode": "GKE_METADATA"}},
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"], depends_on=nodes_ready),
         )
-        self.pools = {pool.name: self._gpu_pool(name, config, pool, prof, gke, project, zones)
+        self.pools = {pool.name: self._gpu_pool(name, config, pool, prof, gke, project, zones, nodes_ready)
                       for pool in config.gpu_pools}
         kubeconfig = pulumi.Output.all(gke.endpoint, gke.master_auth.cluster_ca_certificate).apply(
             lambda args: gke_kubeconfig(cluster.name, args[0], args[1]))
         self._finish(name, kubeconfig, gke.name)
+
+    def _node_service_account(self, name: str, cluster: Cluster,
+                              project: str) -> tuple[serviceaccount.Account, list[pulumi.Resource]]:
+        """The nodes' own service account with only NODE_ROLES, instead of the Compute Engine default account
+        (project Editor on most projects)."""
+        child = pulumi.ResourceOptions(parent=self)
+        account = serviceaccount.Account(
+            f"{name}-nodes-sa", project=project, account_id=node_service_account_id(cluster.name),
+            display_name=f"GKE nodes of {cluster.name}", opts=child)
+        member = account.email.apply(lambda email: f"serviceAccount:{email}")
+        grants = [projects.IAMMember(f"{name}-nodes-{role.split('/')[1].replace('.', '-').lower()}", project=project,
+                                     role=role, member=member, opts=child)
+                  for role in NODE_ROLES]
+        # Nodes that boot before their grants exist cannot write logs or pull images and fail to register.
+        return account, grants
 
     def _network(self, name: str, config: PlatformConfig, project: str) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
         """A custom-mode VPC, a node subnet with pod and service ranges, and Cloud NAT for private nodes' egress."""
@@ -164,7 +206,8 @@ class GkeCluster(PlatformCluster):
         return vpc.id, subnet.id
 
     def _gpu_pool(self, name: str, config: PlatformConfig, pool: GpuPool, prof: CloudProfile,
-                  gke: container.Cluster, project: str, zones: list[str] | None) -> GpuNodePool:
+                  gke: container.Cluster, project: str, zones: list[str],
+                  nodes_ready: list[pulumi.Resource]) -> GpuNodePool:
         pool_name = f"{name}-{pool.name}"
         node_pool = GpuNodePool(pool_name, config, pool, prof, opts=pulumi.ResourceOptions(parent=self))
         labels = dict(node_pool.labels)
@@ -177,6 +220,7 @@ class GkeCluster(PlatformCluster):
             # Set explicitly: GKE adds the GPU taint itself only in some create orders.
             "taints": [{"key": t.key, "value": t.value, "effect": prof.taint_effects[t.effect]} for t in node_pool.taints],
             "labels": labels,
+            "service_account": self._nodes_account.email,
             "oauth_scopes": OAUTH_SCOPES,
             "workload_metadata_config": {"mode": "GKE_METADATA"},
         }
@@ -191,7 +235,7 @@ class GkeCluster(PlatformCluster):
             location=config.cluster.region,
             cluster=gke.name,
             node_locations=zones,
-            initial_node_count=_initial_per_zone(pool.min_nodes, zones),
+            initial_node_count=initial_per_zone(pool.min_nodes, len(zones)),
             # Total (not per-zone) limits keep minNodes/maxNodes meaning the whole pool; ANY lets spot capacity come
             # from whichever zone has it, BALANCED spreads on-demand nodes.
             autoscaling={"total_min_node_count": pool.min_nodes, "total_max_node_count": pool.max_nodes,
@@ -200,7 +244,7 @@ class GkeCluster(PlatformCluster):
             # A surge node would be one more scarce GPU machine: upgrade by replacing one node at a time.
             upgrade_settings={"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1},
             node_config=node_config,
-            opts=pulumi.ResourceOptions(parent=node_pool, ignore_changes=GKE_MUTATED_FIELDS),
+            opts=pulumi.ResourceOptions(parent=node_pool, ignore_changes=GKE_MUTATED_FIELDS, depends_on=nodes_ready),
         )
         node_pool.finish({"nodePoolName": node_pool_resource.name})
         return node_pool

@@ -9,9 +9,11 @@ import pulumi_oci.identity as identity
 import yaml
 
 from components.autoscaling.priorities import exact_pattern, expander_priorities
+from components.autoscaling.values import NAMESPACE as AUTOSCALER_NAMESPACE
+from components.autoscaling.values import SERVICE_ACCOUNT as AUTOSCALER_SERVICE_ACCOUNT
 from components.clouds.base import GpuNodePool, PlatformCluster
 from components.clouds.oci_network import OkeNetwork
-from components.clouds.oci_nodes import SYSTEM_SHAPE_CONFIG, node_pool, register_with_taints
+from components.clouds.oci_nodes import GPU_BOOT_VOLUME_GB, SYSTEM_SHAPE_CONFIG, node_pool, register_with_taints
 from components.clouds.profiles import profile
 from components.config.model import PlatformConfig
 
@@ -20,6 +22,18 @@ SYSTEM_POOL = "system"
 # Cluster Autoscaler"): resize pools, create and delete their instances, and place their VNICs.
 AUTOSCALER_PERMISSIONS = ("manage cluster-node-pools", "manage instance-family", "use subnets",
                           "read virtual-network-family", "use vnics", "inspect compartments")
+# OKE's own NVIDIA device plugin add-on: on an enhanced cluster it advertises nvidia.com/gpu next to the GPU
+# Operator's plugin unless something takes it over.
+NVIDIA_PLUGIN_ADDON = "NvidiaGpuPlugin"
+# A node label no node carries: the add-on's DaemonSet, selected by it, runs nowhere.
+NVIDIA_PLUGIN_OFF_SELECTOR = {"gpu-platform.io/oke-nvidia-gpu-plugin": "enabled"}
+
+
+def workload_condition(cluster_id: str) -> str:
+    """The IAM condition that matches only the Cluster Autoscaler's service account in this one cluster."""
+    return (f"ALL {{request.principal.type = 'workload', request.principal.namespace = '{AUTOSCALER_NAMESPACE}', "
+            f"request.principal.service_account = '{AUTOSCALER_SERVICE_ACCOUNT}', "
+            f"request.principal.cluster_id = '{cluster_id}'}}")
 
 
 class OkeCluster(PlatformCluster):
@@ -48,7 +62,8 @@ class OkeCluster(PlatformCluster):
             # BASIC clusters have none of them.
             type="ENHANCED_CLUSTER",
             endpoint_config=ce.ClusterEndpointConfigArgs(subnet_id=network.endpoint_subnet_id,
-                                                         is_public_ip_enabled=not private),
+                                                         is_public_ip_enabled=not private,
+                                                         nsg_ids=network.endpoint_nsg_ids or None),
             # VCN-native pods: no overlay on GPU-to-GPU traffic that falls back to TCP, pods reachable and
             # filterable like any VCN address; flannel would save addresses but encapsulate every packet.
             cluster_pod_network_options=[ce.ClusterClusterPodNetworkOptionArgs(cni_type="OCI_VCN_IP_NATIVE")],
@@ -56,6 +71,7 @@ class OkeCluster(PlatformCluster):
             opts=child,
         )
 
+        plugin_off = self._nvidia_plugin_off(name, child)
         ads = self._availability_domains(extras)
         common = {"cluster": self.cluster, "compartment": compartment, "version": version, "ads": ads,
                   "node_subnet": network.node_subnet_id, "pod_subnet": network.pod_subnet_id}
@@ -77,13 +93,14 @@ class OkeCluster(PlatformCluster):
                 image=extras["gpuImageId"] if pool.driver == "managed" else extras["imageId"],
                 size=pool.min_nodes, labels=gpu_pool.labels,
                 kubelet_args=register_with_taints(gpu_pool.taints, prof.taint_effects),
-                preemptible=pool.capacity_type == "spot",
-                opts=pulumi.ResourceOptions(parent=gpu_pool), **common)
+                preemptible=pool.capacity_type == "spot", boot_volume_gb=GPU_BOOT_VOLUME_GB,
+                # GPU nodes join only once OKE's plugin is pinned away, so it never advertises their GPUs.
+                opts=pulumi.ResourceOptions(parent=gpu_pool, depends_on=[plugin_off]), **common)
             gpu_pool.finish({"nodePoolId": nodes.id})
             self.pools[pool.name] = gpu_pool
             self._node_pools[pool.name] = nodes
 
-        self._autoscaler_iam(name, config, compartment, extras["tenancyId"], child)
+        self._autoscaler_iam(name, config, compartment, child)
         self._gpu_pools = config.gpu_pools
         self._system = system
         self._finish(name, self._kubeconfig(config), self.cluster.name)
@@ -95,21 +112,31 @@ class OkeCluster(PlatformCluster):
                                                        opts=pulumi.InvokeOutputOptions(parent=self))
         return ads.availability_domains.apply(lambda found: sorted(ad.name for ad in found))
 
-    def _autoscaler_iam(self, name: str, config: PlatformConfig, compartment: str, tenancy: str,
+    def _nvidia_plugin_off(self, name: str, opts: pulumi.ResourceOptions) -> ce.Addon:
+        """OKE's NvidiaGpuPlugin add-on taken over and pinned to no node: the GPU Operator's device plugin is the
+        only one. The add-on API has no disabled state (disabling is deleting it), so the stack owns it instead."""
+        return ce.Addon(
+            f"{name}-nvidia-gpu-plugin", cluster_id=self.cluster.id, addon_name=NVIDIA_PLUGIN_ADDON,
+            # Enhanced clusters install it themselves: take that installation over rather than fail on it.
+            override_existing=True,
+            # Deleting this resource removes the plugin's DaemonSet too, never leaving it to advertise GPUs.
+            remove_addon_resources_on_delete=True,
+            configurations=[ce.AddonConfigurationArgs(key="nodeSelectors",
+                                                      value=json.dumps(NVIDIA_PLUGIN_OFF_SELECTOR))],
+            opts=opts)
+
+    def _autoscaler_iam(self, name: str, config: PlatformConfig, compartment: str,
                         opts: pulumi.ResourceOptions) -> None:
-        """Instance-principal rights for the Cluster Autoscaler, which runs on the cluster's nodes."""
-        group_name = f"{config.cluster.name}-nodes"
-        # Matching rules cannot name one cluster's instances (OKE nodes carry no defined tag of their own), so the
-        # group is every instance of the compartment: give each cluster its own compartment to keep it tight.
-        self.node_group = identity.DynamicGroup(
-            f"{name}-nodes", compartment_id=tenancy, name=group_name,
-            description=f"Nodes of OKE cluster {config.cluster.name}: the Cluster Autoscaler runs on them",
-            matching_rule=f"ALL {{instance.compartment.id = '{compartment}'}}", opts=opts)
+        """Workload-identity rights for the Cluster Autoscaler's service account in this cluster only.
+
+        Instance principals would grant every instance of the compartment (OKE nodes carry no tag of their own a
+        dynamic group could match) and every pod on those nodes; a workload principal is one service account."""
         self.autoscaler_policy = identity.Policy(
             f"{name}-autoscaler", compartment_id=compartment, name=f"{config.cluster.name}-cluster-autoscaler",
             description=f"Cluster Autoscaler of OKE cluster {config.cluster.name} resizes its node pools",
-            statements=[self.node_group.name.apply(lambda group, p=p: f"Allow dynamic-group {group} to {p} in "
-                                                                       f"compartment id {compartment}")
+            statements=[self.cluster.id.apply(lambda cluster_id, p=p: f"Allow any-user to {p} in compartment id "
+                                                                       f"{compartment} where "
+                                                                       f"{workload_condition(cluster_id)}")
                         for p in AUTOSCALER_PERMISSIONS],
             opts=opts)
 
@@ -128,7 +155,7 @@ class OkeCluster(PlatformCluster):
             lambda args: build_kubeconfig(config.cluster.name, args[0], args[1], args[2], config.cluster.region))
 
     def autoscaler_values(self) -> dict:
-        """The OCI part of the cluster-autoscaler chart values: every node pool by OCID, instance principals."""
+        """The OCI part of the cluster-autoscaler chart values: every node pool by OCID, workload identity."""
         groups = [{"name": self._node_pools[p.name].id, "minSize": p.min_nodes, "maxSize": p.max_nodes}
                   for p in self._gpu_pools]
         groups.append({"name": self.system_pool.id, "minSize": self._system.min_nodes,
@@ -136,8 +163,11 @@ class OkeCluster(PlatformCluster):
         return {
             "cloudProvider": "oci",
             "autoscalingGroups": groups,
-            # The autoscaler authenticates as the node it runs on, allowed by the dynamic group policy.
-            "extraEnv": {"OCI_USE_INSTANCE_PRINCIPAL": "true", "OCI_REGION": self._region},
+            # The autoscaler authenticates as its own service account (OKE workload identity, resource principal
+            # v2.2), allowed by the workload policy; never as the node it runs on.
+            "extraEnv": {"OCI_USE_WORKLOAD_IDENTITY": "true", "OCI_RESOURCE_PRINCIPAL_VERSION": "2.2",
+                         "OCI_RESOURCE_PRINCIPAL_REGION": self._region,
+                         "OCI_REGION": self._region},
             # OKE node group ids are OCIDs, which never contain pool names: match each pool's id exactly.
             "expanderPriorities": expander_priorities(
                 self._gpu_pools, lambda pool: exact_pattern(self._node_pools[pool.name].id)),

@@ -10,6 +10,7 @@ import pulumi_oci.core as core
 from components.config.model import PlatformConfig
 
 DEFAULT_VCN_CIDR = "10.0.0.0/16"
+KUBE_API_PORT = 6443
 # The Oracle Services Network entry a service gateway needs (OCIR, Object Storage, OKE's own services).
 _ALL_SERVICES = re.compile(r"All .* Services In Oracle Services Network")
 _ICMP_PATH_MTU = core.SecurityListIngressSecurityRuleIcmpOptionsArgs(type=3, code=4)
@@ -46,6 +47,7 @@ class OkeNetwork(pulumi.ComponentResource):
     lb_subnet_id: pulumi.Output[str]
     node_subnet_id: pulumi.Output[str]
     pod_subnet_id: pulumi.Output[str]
+    endpoint_nsg_ids: list[pulumi.Output[str]]
 
     def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
         extras = config.cluster.extras
@@ -58,13 +60,35 @@ class OkeNetwork(pulumi.ComponentResource):
             self.pod_subnet_id = pulumi.Output.from_input(extras.get("podSubnetId", extras["nodeSubnetId"]))
         else:
             self._create(name, config, extras["compartmentId"], extras.get("vcnCidr", DEFAULT_VCN_CIDR))
+        self.endpoint_nsg_ids = self._authorized_networks(name, config, extras["compartmentId"])
         self.register_outputs({"vcnId": self.vcn_id, "nodeSubnetId": self.node_subnet_id,
                                "podSubnetId": self.pod_subnet_id, "endpointSubnetId": self.endpoint_subnet_id,
-                               "lbSubnetId": self.lb_subnet_id})
+                               "lbSubnetId": self.lb_subnet_id, "endpointNsgIds": self.endpoint_nsg_ids})
+
+    def _authorized_networks(self, name: str, config: PlatformConfig, compartment: str) -> list[pulumi.Output[str]]:
+        """An NSG on the API endpoint admitting 6443 from `cluster.authorizedNetworks` only, or none."""
+        cidrs = config.cluster.authorized_networks
+        if not cidrs:
+            return []
+        child = pulumi.ResourceOptions(parent=self)
+        nsg = core.NetworkSecurityGroup(f"{name}-endpoint-nsg", compartment_id=compartment, vcn_id=self.vcn_id,
+                                        display_name=f"{config.cluster.name}-endpoint-authorized", opts=child)
+        for i, cidr in enumerate(cidrs):
+            core.NetworkSecurityGroupSecurityRule(
+                f"{name}-endpoint-authorized-{i}", network_security_group_id=nsg.id, direction="INGRESS",
+                protocol="6", source=cidr, source_type="CIDR_BLOCK", description="kubectl from an authorized network",
+                tcp_options=core.NetworkSecurityGroupSecurityRuleTcpOptionsArgs(
+                    destination_port_range=core.NetworkSecurityGroupSecurityRuleTcpOptionsDestinationPortRangeArgs(
+                        min=KUBE_API_PORT, max=KUBE_API_PORT)),
+                opts=child)
+        return [nsg.id]
 
     def _create(self, name: str, config: PlatformConfig, compartment: str, cidr: str) -> None:
         child = pulumi.ResourceOptions(parent=self)
         private = config.cluster.private_endpoint
+        # Security list and NSG rules add up: with authorized networks the list admits the VCN only and the
+        # endpoint NSG admits those networks; otherwise a public endpoint is open to any address.
+        open_api = not private and not config.cluster.authorized_networks
         cidrs = subnet_plan(cidr)
         vcn = core.Vcn(f"{name}-vcn", compartment_id=compartment, cidr_blocks=[cidr],
                        display_name=config.cluster.name, dns_label=dns_label(config.cluster.name), opts=child)
@@ -98,13 +122,13 @@ class OkeNetwork(pulumi.ComponentResource):
                                            core.SecurityListIngressSecurityRuleArgs(
                                                protocol="1", source="0.0.0.0/0", icmp_options=_ICMP_PATH_MTU)],
                                        egress_security_rules=egress_all, **base, opts=child)
-        # The API endpoint admits kubectl on 6443: from the VCN only when private, from anywhere otherwise.
+        # The API endpoint admits kubectl on 6443: from the VCN only, or from anywhere on an open public endpoint.
         endpoint_sl = core.SecurityList(f"{name}-endpoint-sl", display_name=f"{config.cluster.name}-endpoint",
                                         ingress_security_rules=[
                                             core.SecurityListIngressSecurityRuleArgs(
-                                                protocol="6", source=cidr if private else "0.0.0.0/0",
+                                                protocol="6", source="0.0.0.0/0" if open_api else cidr,
                                                 tcp_options=core.SecurityListIngressSecurityRuleTcpOptionsArgs(
-                                                    min=6443, max=6443)),
+                                                    min=KUBE_API_PORT, max=KUBE_API_PORT)),
                                             core.SecurityListIngressSecurityRuleArgs(protocol="all", source=cidr)],
                                         egress_security_rules=egress_all, **base, opts=child)
         lb_sl = core.SecurityList(f"{name}-lb-sl", display_name=f"{config.cluster.name}-lb",

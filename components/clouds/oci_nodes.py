@@ -12,8 +12,14 @@ from components.config.model import Taint
 # OKE's own node bootstrap, fetched from instance metadata; a custom cloud-init must run it or nodes never join.
 _OKE_INIT = ('curl --fail -H "Authorization: Bearer Oracle" -L0 '
              "http://169.254.169.254/opc/v2/instance/metadata/oke_init_script | base64 --decode >/var/run/oke-init.sh")
+# A custom cloud-init replaces OKE's default one, which grows the root filesystem into a boot volume larger than
+# the image: Oracle's documented custom cloud-init runs oci-growfs first, or the extra space stays unused.
+_GROW_ROOT = "/usr/libexec/oci-growfs -y"
 # Flex shapes need an explicit size; 4 OCPUs (8 vCPUs) and 32 GB match the other clouds' system nodes.
 SYSTEM_SHAPE_CONFIG = ce.NodePoolNodeShapeConfigArgs(ocpus=4, memory_in_gbs=32)
+# CUDA and framework images are 10-20 GB each: OKE's 50 GB default boot volume fills after a few pulls (the same
+# size EKS GPU nodes get).
+GPU_BOOT_VOLUME_GB = 200
 
 
 def register_with_taints(taints: Sequence[Taint], effects: dict[str, str]) -> str:
@@ -22,13 +28,14 @@ def register_with_taints(taints: Sequence[Taint], effects: dict[str, str]) -> st
 
 
 def cloud_init(kubelet_args: str) -> str:
-    """Base64 user data that runs OKE's init script with extra kubelet flags.
+    """Base64 user data that grows the root filesystem, then runs OKE's init script with extra kubelet flags.
 
     OKE node pools have no taint field (oracle/terraform-provider-oci#1504): the kubelet must taint its own node
     when it registers, so no pod lands before the taint exists.
     """
     script = ("#!/bin/bash\n"
               "set -euo pipefail\n"
+              f"{_GROW_ROOT}\n"
               f"{_OKE_INIT}\n"
               f'bash /var/run/oke-init.sh --kubelet-extra-args "{kubelet_args}"\n')
     return base64.b64encode(script.encode()).decode()
@@ -51,9 +58,12 @@ def placements(ads: pulumi.Input[list[str]], subnet_id: pulumi.Input[str],
 def node_pool(name: str, pool_name: str, *, cluster: ce.Cluster, compartment: str, version: str, shape: str, image: str,
               size: int, ads: pulumi.Input[list[str]], node_subnet: pulumi.Input[str], pod_subnet: pulumi.Input[str],
               labels: dict[str, str], kubelet_args: str | None, preemptible: bool = False,
-              shape_config: ce.NodePoolNodeShapeConfigArgs | None = None,
+              shape_config: ce.NodePoolNodeShapeConfigArgs | None = None, boot_volume_gb: int | None = None,
               opts: pulumi.ResourceOptions) -> ce.NodePool:
-    """An OKE node pool on VCN-native pod networking, sized by the Cluster Autoscaler after creation."""
+    """An OKE node pool on VCN-native pod networking, sized by the Cluster Autoscaler after creation.
+
+    A larger boot volume needs kubelet_args: only that cloud-init grows the filesystem into it.
+    """
     metadata = None
     if kubelet_args:
         metadata = {
@@ -70,7 +80,9 @@ def node_pool(name: str, pool_name: str, *, cluster: ce.Cluster, compartment: st
         kubernetes_version=version,
         node_shape=shape,
         node_shape_config=shape_config,
-        node_source_details=ce.NodePoolNodeSourceDetailsArgs(source_type="IMAGE", image_id=image),
+        node_source_details=ce.NodePoolNodeSourceDetailsArgs(
+            source_type="IMAGE", image_id=image,
+            boot_volume_size_in_gbs=str(boot_volume_gb) if boot_volume_gb else None),
         node_config_details=ce.NodePoolNodeConfigDetailsArgs(
             size=size,
             placement_configs=placements(ads, node_subnet, preemptible),

@@ -128,6 +128,14 @@ class CloudProfile:
     # teams[].principals: the cloud identities mapped into a team's groups, where the cloud does not put its own
     # identities in Kubernetes groups by itself (None: it does, and the field is refused).
     team_principals: ExtraKey | None = None
+    # The extras key listing node zones when the cloud starts a pool's initial nodes in every zone (GKE's
+    # initialNodeCount is per zone): validation keeps minNodes rounded up per zone within maxNodes.
+    zones_key: str = ""
+    # How team groups (teams[i].groups, bound in Kubernetes RBAC) must be spelled for the cloud's identities to
+    # carry them, or None when any name works; and the extras key that maps those identities into Kubernetes
+    # groups, required once a team lists groups.
+    team_group_check: Callable[[str], str | None] | None = None
+    team_groups_key: str = ""
 
 
 def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
@@ -220,7 +228,27 @@ def _gke_master_cidr(value: str) -> str | None:
 
 def _gcp_zones(value: list) -> str | None:
     bad = [z for z in value if not isinstance(z, str)]
-    return f"must list zone names like us-central1-a; not: {', '.join(map(repr, bad))}" if bad else None
+    if bad:
+        return f"must list zone names like us-central1-a; not: {', '.join(map(repr, bad))}"
+    if not value or len(set(value)) != len(value):
+        return f"must list one or more distinct zones like [us-central1-a, us-central1-c]; got {value!r}"
+    return None
+
+
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+")
+# Google Groups for RBAC reads group membership only below this one group, and GKE accepts no other name.
+GKE_SECURITY_GROUP_PREFIX = "gke-security-groups@"
+
+
+def _gke_security_group(value: str) -> str | None:
+    if value.startswith(GKE_SECURITY_GROUP_PREFIX) and _EMAIL.fullmatch(value):
+        return None
+    return f"must be gke-security-groups@<your Google Workspace or Cloud Identity domain>; got {value!r}"
+
+
+def _google_group(value: str) -> str | None:
+    return None if _EMAIL.fullmatch(value) else (
+        f"must be a Google group email like ml-research@example.com (GKE puts group emails in tokens); got {value!r}")
 
 
 # EKS GPU AMIs (REFERENCE section 1). Bottlerocket ships its own NVIDIA device plugin: these labels keep the GPU
@@ -335,9 +363,15 @@ PROFILES: dict[str, CloudProfile] = {
             "project": ExtraKey(str, "GCP project id", required=True),
             "network": ExtraKey(str, "existing VPC network; omit to create one"),
             "subnetwork": ExtraKey(str, "existing subnetwork with pod/service secondary ranges"),
-            "zones": ExtraKey(list, "node zones within the region (GPU availability differs per zone)",
+            # Required: GKE starts initialNodeCount nodes in every zone of a pool, and without zones that is every
+            # zone of the region, a count unknown until apply; GPU types are not in every zone either.
+            "zones": ExtraKey(list, "node zones within the region, e.g. [us-central1-a, us-central1-c] (GKE counts "
+                                    "initial nodes per zone; GPU availability differs per zone)", required=True,
                               check=_gcp_zones),
             "masterIpv4CidrBlock": ExtraKey(str, "/28 for the private control plane", check=_gke_master_cidr),
+            "securityGroup": ExtraKey(str, "Google Groups for RBAC: gke-security-groups@<domain>, the group whose "
+                                           "member groups GKE passes to Kubernetes RBAC (team groups)",
+                                      check=_gke_security_group),
         },
         driver_note="GKE installs the driver when gpu_driver_version is DEFAULT or LATEST",
         # GKE's own device plugin implements gpuPartitionSize and gpuSharingConfig; configuring the
@@ -362,6 +396,10 @@ PROFILES: dict[str, CloudProfile] = {
         needs_cdi=True,
         # GKE admits critical-priority pods outside kube-system only up to a quota (operator pods use them).
         critical_pods_need_quota=True,
+        zones_key="zones",
+        # Google Groups for RBAC: a caller's Google groups reach RBAC as their emails.
+        team_group_check=_google_group,
+        team_groups_key="securityGroup",
     ),
     "oci": CloudProfile(
         name="oci",
@@ -373,9 +411,6 @@ PROFILES: dict[str, CloudProfile] = {
         default_system_instance="VM.Standard.E5.Flex",
         extras={
             "compartmentId": ExtraKey(str, "OCI compartment OCID", required=True, check=_ocid("compartment")),
-            # Dynamic groups live in the tenancy (root compartment), whatever compartment the cluster is in.
-            "tenancyId": ExtraKey(str, "tenancy OCID, where the node dynamic group for the Cluster Autoscaler is "
-                                       "created", required=True, check=_ocid("tenancy")),
             "vcnId": ExtraKey(str, "existing VCN OCID; omit to create one",
                               requires=("nodeSubnetId", "endpointSubnetId", "serviceLbSubnetId"), check=_ocid("vcn")),
             "vcnCidr": ExtraKey(str, "CIDR of the VCN created when vcnId is omitted", check=_vcn_cidr),
@@ -400,8 +435,8 @@ PROFILES: dict[str, CloudProfile] = {
                     "cluster.oci.imageId instead, so the GPU Operator is the only driver owner",
         # OKE offers the operator as its NvidiaGpuOperator add-on; we install the chart instead (same values on every
         # cloud), so that add-on stays off, and OKE's own GPU plugin must not advertise GPUs next to the operator's.
-        operator_note="OKE add-on NvidiaGpuOperator unused (this Helm release is the operator); keep OKE's NVIDIA GPU "
-                      "plugin off (disableNvidiaGpuPlugin=true) so only the operator's device plugin advertises GPUs",
+        operator_note="OKE add-on NvidiaGpuOperator unused (this Helm release is the operator); OKE's NvidiaGpuPlugin "
+                      "add-on is adopted and pinned to no node, so only the operator's device plugin advertises GPUs",
         # OKE takes full versions ("v1.33.1") from its supported list only; a pinned patch per minor keeps plans
         # deterministic (no control-plane upgrade because Oracle published a newer patch).
         kubernetes_versions={"1.31": "v1.31.1", "1.32": "v1.32.1", "1.33": "v1.33.1"},

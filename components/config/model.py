@@ -57,6 +57,7 @@ class Cluster:
     private_endpoint: bool = False
     authorized_networks: tuple[str, ...] = ()  # IPv4 CIDRs that may reach the API endpoint; empty: no limit set
     extras: dict[str, Any] = field(default_factory=dict)  # the `cluster.<cloud>` block
+    authorized_networks: tuple[str, ...] = ()  # CIDRs allowed to reach the Kubernetes API endpoint
 
     @property
     def adopted(self) -> bool:

@@ -7,6 +7,7 @@ from datetime import date
 from typing import Any
 
 from components.clouds.profiles import PROFILES, CloudProfile
+from components.config.access import team_group_rules
 from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, Section, join
 from components.config.model import (
@@ -18,6 +19,7 @@ from components.config.pools import (
 from components.config.teams import (
     read_scheduler, read_teams, reclaim_opt_ins, team_principal_checks, team_quota_rules,
 )
+from components.config.zonal import per_zone_start_checks
 
 TOP_KEYS = ("cloud", "environment", "cluster", "gpuPools", "scheduler", "teams", "observability", "policy")
 _K8S_VERSION = re.compile(r"1\.\d{2}")
@@ -47,6 +49,8 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     one_gpu_operator(pool_items, pools, prof, problems)
     if prof and cluster:
         cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)
+        per_zone_start_checks(cluster, pool_items, pools, prof, problems)
+        team_group_rules(cluster, teams, prof, problems)
     spot_warnings(pools, production, problems)
     team_quota_rules(pool_items, pools, scheduler, teams, prof, production, problems)
     scale_from_zero_warnings(pool_items, pools, prof, problems)

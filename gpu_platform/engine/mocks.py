@@ -34,6 +34,8 @@ _COMPUTED: dict[str, Callable[[str, dict], dict]] = {
         "identityProfile": {"kubeletidentity": {"objectId": "00000000-0000-0000-0000-000000000001",
                                                  "clientId": "00000000-0000-0000-0000-000000000002"}},
     },
+    "gcp:serviceaccount/account:Account": lambda name, inputs: {
+        "email": f"{inputs.get('accountId', name)}@{inputs.get('project', 'offline')}.iam.gserviceaccount.com"},
     "gcp:container/cluster:Cluster": lambda name, _: {
         "endpoint": "10.0.0.2", "masterAuth": {"clusterCaCertificate": "T0ZGTElORQ=="},
     },

@@ -1,0 +1,31 @@
+"""Pool sizes against per-zone initial node counts: a pool must not start above its own maxNodes."""
+from __future__ import annotations
+
+from typing import Any
+
+from components.clouds.profiles import CloudProfile
+from components.clouds.zonal import initial_per_zone, nodes_at_creation
+from components.config.errors import Problems
+from components.config.fields import join
+from components.config.model import Cluster, GpuPool
+
+
+def per_zone_start_checks(cluster: Cluster, items: list[Any], pools: list[GpuPool], prof: CloudProfile,
+                          problems: Problems) -> None:
+    """Each pool starts with minNodes rounded up to a multiple of the zones; that must fit in maxNodes."""
+    zones = cluster.extras.get(prof.zones_key) if prof.zones_key else None
+    if not zones:
+        return  # a missing or malformed zone list is reported where it is read
+    index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
+    sized = [("cluster.systemPool", cluster.system_pool.min_nodes, cluster.system_pool.max_nodes)]
+    sized += [(join("gpuPools", index[p.name]), p.min_nodes, p.max_nodes) for p in pools]
+    for path, min_nodes, max_nodes in sized:
+        if not isinstance(min_nodes, int) or not isinstance(max_nodes, int):
+            continue
+        started = nodes_at_creation(min_nodes, len(zones))
+        if started > max_nodes:
+            problems.add(join(path, "maxNodes"),
+                         f"{prof.service} starts {initial_per_zone(min_nodes, len(zones))} node(s) in each of the "
+                         f"{len(zones)} zones of cluster.{prof.name}.{prof.zones_key}, {started} in all for minNodes "
+                         f"{min_nodes}, above maxNodes {max_nodes}; raise maxNodes to at least {started} or list fewer "
+                         "zones")
