@@ -96,10 +96,16 @@ def gpu_node_group(name: str, pool: GpuNodePool, config: PlatformConfig, profile
         taints=[{"key": t.key, "value": t.value, "effect": profile.taint_effects[t.effect]} for t in pool.taints],
         # One GPU node at a time: a rolling update never takes more than one node's GPUs away.
         update_config={"max_unavailable": 1}, tags=tags, **placement,
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=AUTOSCALED)))
+        # Node group names are unique in a cluster, so a replacement created first would fail on the name: the old
+        # group goes first (plan --diff names every such replacement before it happens).
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=AUTOSCALED,
+                                                                       delete_before_replace=True)))
     asg_name = group.resources.apply(lambda resources: resources[0].autoscaling_groups[0].name)
     for key, value in node_template_tags(labels, pool.taints, pool.advertised).items():
         autoscaling.Tag(f"{name}-asg-{key.removeprefix(NODE_TEMPLATE)}", autoscaling_group_name=asg_name,
                         # The autoscaler reads these from the group; instances have no use for them.
-                        tag={"key": key, "value": value, "propagate_at_launch": False}, opts=opts)
+                        tag={"key": key, "value": value, "propagate_at_launch": False},
+                        # Derived from the pool's labels and taints and recreated from them at will: unprotected, so
+                        # renaming a label (a tag delete) works in production.
+                        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=False)))
     return group, asg_name

@@ -118,8 +118,8 @@ class GkeCluster(PlatformCluster):
             if cluster.private_endpoint else None,
             workload_identity_config={"workload_pool": f"{project}.svc.id.goog"},
             datapath_provider="ADVANCED_DATAPATH",  # Dataplane V2 enforces NetworkPolicy
-            deletion_protection=config.production,
-            opts=pulumi.ResourceOptions(parent=self, protect=config.production),
+            deletion_protection=config.protected,
+            opts=pulumi.ResourceOptions(parent=self, protect=config.protected),
         )
         system = config.cluster.system_pool
         container.NodePool(
@@ -200,7 +200,8 @@ class GkeCluster(PlatformCluster):
             # A surge node would be one more scarce GPU machine: upgrade by replacing one node at a time.
             upgrade_settings={"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1},
             node_config=node_config,
-            opts=pulumi.ResourceOptions(parent=node_pool, ignore_changes=GKE_MUTATED_FIELDS),
+            # Node pool names are unique in a cluster: a replacement must delete the old pool before creating its own.
+            opts=pulumi.ResourceOptions(parent=node_pool, ignore_changes=GKE_MUTATED_FIELDS, delete_before_replace=True),
         )
         node_pool.finish({"nodePoolName": node_pool_resource.name})
         return node_pool

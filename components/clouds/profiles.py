@@ -152,6 +152,12 @@ def _subnet_ids(value: list) -> str | None:
     return None if len(value) >= 2 else f"must list at least two subnets in different AZs; got {len(value)}"
 
 
+def _aws_zones(value: list) -> str | None:
+    if not 1 <= len(value) <= 3 or len(set(value)) != len(value) or not all(isinstance(z, str) and z for z in value):
+        return f"must list one to three distinct availability zone names, e.g. [us-east-1a, us-east-1b]; got {value!r}"
+    return None
+
+
 def _capacity_blocks(value: dict) -> str | None:
     for pool, block in value.items():
         if (not isinstance(block, dict) or set(block) != {"reservationId", "availabilityZone"}
@@ -242,6 +248,10 @@ PROFILES: dict[str, CloudProfile] = {
             "amiType": ExtraKey(str, "GPU node AMI type: AL2023_x86_64_NVIDIA (default) or BOTTLEROCKET_x86_64_NVIDIA",
                                 choices=tuple(_EKS_GPU_IMAGES)),
             "publicAccessCidrs": ExtraKey(list, "CIDRs allowed to reach a public API endpoint", check=_cidr_list),
+            # Pinned zones keep every subnet where it is whatever the region offers later (aws_network).
+            "zones": ExtraKey(list, "AZs of the VPC this platform creates, in order (default: the region's first "
+                                    "three); a reserved pool's AZ outside them gets a subnet of its own",
+                              check=_aws_zones),
             "capacityBlocks": ExtraKey(dict, "per reserved pool: {reservationId, availabilityZone} of its EC2 "
                                              "Capacity Block for ML", check=_capacity_blocks),
         },
