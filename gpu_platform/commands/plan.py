@@ -22,7 +22,8 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from gpu_platform.engine import plan_stack
-    from gpu_platform.engine.diff import PlanFileError, diff_json, diff_plans, read_plan_file, render_diff
+    from gpu_platform.engine.diff import (PlanFileError, diff_json, diff_plans, read_plan_file, render_diff,
+                                          same_stack)
 
     old = None
     if args.diff:
@@ -32,6 +33,10 @@ def run(args) -> int:
             raise UsageError(f"--diff {exc}") from None
     plan = plan_stack(args.stack, args.file)
     if old is not None:
+        try:
+            same_stack(old, plan, args.diff)
+        except PlanFileError as exc:
+            raise UsageError(f"--diff {exc}") from None
         diff = diff_plans(old, plan)
         text = json.dumps(diff_json(diff), indent=2, sort_keys=True) if args.format == "json" else render_diff(diff)
         write_output(text, args.out)

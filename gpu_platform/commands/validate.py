@@ -28,10 +28,14 @@ def run(args) -> int:
         print(f"warning: {warning}")
     if old is not None:
         from gpu_platform.engine import plan_stack
-        from gpu_platform.engine.diff import diff_plans
+        from gpu_platform.engine.diff import diff_plans, same_stack
 
-        # Planning validates again; a valid config plans, so this only adds the replacement warnings.
-        for warning in diff_plans(old, plan_stack(args.stack, args.file)).warnings():
+        new = plan_stack(args.stack, args.file)
+        try:
+            same_stack(old, new, args.against)
+        except PlanFileError as exc:
+            raise UsageError(f"--against {exc}") from None
+        for warning in diff_plans(old, new).warnings():
             print(f"warning: {warning}")
     print(f"{path}: valid ({config.cloud}, {config.environment}, {len(config.gpu_pools)} GPU pool(s), "
           f"{len(config.teams)} team(s))")

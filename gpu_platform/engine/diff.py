@@ -2,9 +2,10 @@
 deletes, with every GPU pool replacement named.
 
 Only custom resources are compared: components hold no cloud state. A resource is replaced when a
-replace-triggering input (engine/replacements.py) changes, or when such an input holds the id of a resource that
-is itself replaced (a node group on a replaced subnet is replaced too, as the real engine does once the new id
-is known). Inputs under the new resource's ignoreChanges are not changes, as for `pulumi up`.
+replace-triggering input (engine/replacements.py) changes, or when such an input holds an output of a resource it
+depends on that is itself replaced (a node group on a replaced subnet, the tags of a replaced node group's Auto
+Scaling group), as the real engine does once the new output is known. Offline, every id and computed output embeds
+its resource's name (engine/mocks.py), which is how such an input is recognised. Inputs under the new resource's ignoreChanges are not changes, as for `pulumi up`.
 """
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpu_platform.engine.mocks import fake_id
 from gpu_platform.engine.plan import Plan, PlannedResource
 from gpu_platform.engine.replacements import replace_paths, replacing_changes, value_at
 
@@ -46,14 +46,22 @@ class PlanDiff:
     def warnings(self) -> list[str]:
         """One line per replaced or deleted GPU pool, and per protected resource the change would need to remove."""
         lines = []
+        by_pool: dict[str, list[Change]] = {}
+        for change in self.changes:
+            if change.pool and change.action in ("replace", "delete"):
+                by_pool.setdefault(change.pool, []).append(change)
+        for pool, pool_changes in by_pool.items():
+            verb = "replaces" if any(c.action == "replace" for c in pool_changes) else "deletes"
+            # Name what forces it; the resources that only follow a replaced sibling are counted.
+            leads = [c for c in pool_changes if c.because_of not in {p.resource.name for p in pool_changes}]
+            named = "; ".join(f"{c.resource.type} {c.resource.name}" + (f" ({_reason(c)})" if c.action == "replace"
+                                                                        else "") for c in leads)
+            more = len(pool_changes) - len(leads)
+            lines.append(f"{verb} pool {pool}: {named}{f', and {more} resources that follow it' if more else ''}"
+                         f"; its nodes and running pods go")
         for change in self.changes:
             if change.action not in ("replace", "delete"):
                 continue
-            if change.pool:
-                verb = "replaces" if change.action == "replace" else "deletes"
-                reason = f" ({_reason(change)})" if change.action == "replace" else ""
-                lines.append(f"{verb} pool {change.pool}: {change.resource.type} {change.resource.name}{reason}"
-                             f"; its nodes and running pods go")
             if change.protected:
                 lines.append(f"{change.resource.type} {change.resource.name} is protected: `pulumi up` refuses to "
                              f"{change.action} it until `pulumi state unprotect '{change.resource.urn}'`")
@@ -92,17 +100,18 @@ def diff_plans(old: Plan, new: Plan) -> PlanDiff:
 
 
 def _propagate_replacements(changes: dict[str, Change], resources: dict[str, PlannedResource]) -> None:
-    """Replace every resource whose replace-triggering input holds the id of a replaced one, until none is left."""
+    """Replace every resource whose replace-triggering input holds an output of a replaced dependency, until none
+    is left."""
     while True:
-        ids = {fake_id(c.resource.type, c.resource.name): c.resource.name
-               for c in changes.values() if c.action == "replace"}
+        replaced = {urn: c.resource.name for urn, c in changes.items() if c.action == "replace"}
         grew = False
         for urn, resource in resources.items():
             current = changes.get(urn)
             if current is not None and current.action in ("add", "replace"):
                 continue
-            for path in replace_paths(resource.type):
-                hit = _holds_id(value_at(resource.inputs, path), ids)
+            names = [replaced[d] for d in resource.options.get("dependsOn") or [] if d in replaced]
+            for path in replace_paths(resource.type) if names else ():
+                hit = _holds_output_of(value_at(resource.inputs, path), names)
                 if hit:
                     changes[urn] = Change("replace", resource, [path], because_of=hit)
                     grew = True
@@ -111,14 +120,14 @@ def _propagate_replacements(changes: dict[str, Change], resources: dict[str, Pla
             return
 
 
-def _holds_id(value: Any, ids: dict[str, str]) -> str:
-    """The name of the replaced resource whose id `value` contains, or ""."""
+def _holds_output_of(value: Any, names: list[str]) -> str:
+    """The name of the dependency one of whose outputs (which embed its name offline) `value` holds, or ""."""
     if isinstance(value, str):
-        return ids.get(value, "")
+        return next((name for name in names if name in value), "")
     if isinstance(value, list):
-        return next((hit for hit in (_holds_id(v, ids) for v in value) if hit), "")
+        return next((hit for hit in (_holds_output_of(v, names) for v in value) if hit), "")
     if isinstance(value, dict):
-        return next((hit for hit in (_holds_id(v, ids) for v in value.values()) if hit), "")
+        return next((hit for hit in (_holds_output_of(v, names) for v in value.values()) if hit), "")
     return ""
 
 
@@ -153,7 +162,7 @@ def _pool_of(resource: PlannedResource, pools: dict[str, str], parents: dict[str
 
 def _reason(change: Change) -> str:
     if change.because_of:
-        return f"{', '.join(change.paths)} takes the new id of replaced {change.because_of}"
+        return f"{', '.join(change.paths)} follows replaced {change.because_of}"
     return ", ".join(change.paths)
 
 
@@ -184,6 +193,12 @@ def diff_json(diff: PlanDiff) -> dict[str, Any]:
 
 class PlanFileError(Exception):
     """A previous plan that cannot be read; the message names the file and what is wrong."""
+
+
+def same_stack(old: Plan, new: Plan, path: str) -> None:
+    """Refuse to compare plans of different stacks: every URN would differ, so everything would read as replaced."""
+    if (old.project, old.stack) != (new.project, new.stack):
+        raise PlanFileError(f"{path} is a plan of {old.project}/{old.stack}, not of {new.project}/{new.stack}")
 
 
 def read_plan_file(path: str) -> Plan:

@@ -17,6 +17,9 @@ REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
         "amiType", "capacityType", "clusterName", "diskSize", "instanceTypes", "launchTemplate.id",
         "launchTemplate.name", "nodeGroupName", "nodeGroupNamePrefix", "nodeRoleArn", "remoteAccess", "subnetIds",
     ),
+    # terraform-provider-aws internal/service/autoscaling/group_tag.go: a tag belongs to one group under one key;
+    # its value and propagateAtLaunch update in place.
+    "aws:autoscaling/tag:Tag": ("autoscalingGroupName", "tag.key"),
     # terraform-provider-aws internal/service/ec2/vpc_subnet.go: a subnet cannot move between AZs, CIDRs or VPCs.
     "aws:ec2/subnet:Subnet": ("availabilityZone", "availabilityZoneId", "cidrBlock", "vpcId"),
     # terraform-provider-aws internal/service/ec2/vpc.go: a VPC's primary CIDR is fixed.
