@@ -52,7 +52,7 @@ def _nodes(values: list[str]) -> dict[str, int]:
 class Progress:
     """Progress lines on standard error for a long run: silent for the first seconds, then every few seconds."""
 
-    def __init__(self, label: str, last_submit_s: float, out=sys.stderr, clock=time.monotonic):
+    def __init__(self, label: str, last_submit_s: float, out=None, clock=time.monotonic):
         self.label, self.last_submit_s, self.out, self.clock = label, last_submit_s, out, clock
         self.started = self.reported = clock()
 
@@ -63,7 +63,7 @@ class Progress:
         self.reported = now
         arrived = f", {min(sim_t / self.last_submit_s, 1):.0%} of the trace submitted" if self.last_submit_s else ""
         print(f"simulate: {self.label}: {sim_t / 3600:.1f} h simulated{arrived}, {now - self.started:.0f} s",
-              file=self.out, flush=True)
+              file=self.out or sys.stderr, flush=True)
 
 
 def _trace_format(args) -> str:
