@@ -228,3 +228,25 @@ def test_staging_gets_the_protections_production_gets_and_development_none():
     assert not [r for r in plan_with("aws-dev").resources if r.options["protect"]]
     gke = plan_with("gcp-prod", staging).of_type("gcp:container/cluster:Cluster")[0]
     assert gke.inputs["deletionProtection"] is True and gke.options["protect"]
+
+
+def test_pinned_zones_are_refused_with_existing_subnets():
+    config = copy.deepcopy(stack_config("aws-prod"))
+    config["gpu-platform:cluster"]["aws"] = {"subnetIds": ["subnet-0aaa", "subnet-0bbb"], "vpcId": "vpc-0abc",
+                                             "zones": ["us-east-1a", "us-east-1b"]}
+    with pytest.raises(ConfigError) as err:
+        validate_stack("aws-prod", config_overrides=config)
+    assert "cluster.aws.zones: cannot be set with subnetIds" in err.value.render()
+
+
+@pytest.mark.parametrize("vpc", ["10.40.0.0/16", "10.8.0.0/22"])
+def test_subnet_slots_never_overlap_and_never_move_when_a_slot_is_added(vpc):
+    import ipaddress
+
+    from components.clouds.aws_network import MAX_SUBNET_SLOTS, subnet_cidrs
+
+    private, public = subnet_cidrs(vpc, MAX_SUBNET_SLOTS)
+    nets = [ipaddress.ip_network(c) for c in private + public]
+    assert not any(a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1:])
+    for zones in range(1, MAX_SUBNET_SLOTS):
+        assert subnet_cidrs(vpc, zones) == (private[:zones], public[:zones])

@@ -19,6 +19,7 @@ class ExtraKey:
     required: bool = False
     choices: tuple[str, ...] = ()  # the only values the cloud API accepts
     requires: tuple[str, ...] = ()  # sibling keys that must be set with this one
+    conflicts: tuple[str, ...] = ()  # sibling keys that make this one meaningless
     check: Callable[[Any], str | None] | None = None  # what is wrong with a value of the right kind, or None
 
     def problem(self, value: Any) -> str | None:
@@ -251,7 +252,7 @@ PROFILES: dict[str, CloudProfile] = {
             # Pinned zones keep every subnet where it is whatever the region offers later (aws_network).
             "zones": ExtraKey(list, "AZs of the VPC this platform creates, in order (default: the region's first "
                                     "three); a reserved pool's AZ outside them gets a subnet of its own",
-                              check=_aws_zones),
+                              check=_aws_zones, conflicts=("subnetIds",)),
             "capacityBlocks": ExtraKey(dict, "per reserved pool: {reservationId, availabilityZone} of its EC2 "
                                              "Capacity Block for ML", check=_capacity_blocks),
         },
