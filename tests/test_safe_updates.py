@@ -250,3 +250,12 @@ def test_subnet_slots_never_overlap_and_never_move_when_a_slot_is_added(vpc):
     assert not any(a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1:])
     for zones in range(1, MAX_SUBNET_SLOTS):
         assert subnet_cidrs(vpc, zones) == (private[:zones], public[:zones])
+
+
+def test_an_oke_shape_change_updates_in_place_and_says_existing_nodes_keep_the_old_shape():
+    before = plan_with("oci-prod")
+    diff = diff_plans(before, plan_with("oci-prod", pool_edit("a100-infer", instanceType="BM.GPU.H100.8")))
+    assert diff.of("replace") == [] and not diff.destructive
+    assert "changes pool a100-infer for new nodes only: oci:ContainerEngine/nodePool:NodePool " \
+           "ml-prod-oke-a100-infer-np (nodeShape); existing nodes keep the old value until the pool is cycled" \
+        in diff.warnings()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpu_platform.engine.plan import Plan, PlannedResource
-from gpu_platform.engine.replacements import replace_paths, replacing_changes, value_at
+from gpu_platform.engine.replacements import new_nodes_only, replace_paths, replacing_changes, value_at
 
 POOL_TYPE = "gpu-platform:cluster:GpuNodePool"
 ACTIONS = ("add", "change", "replace", "delete")
@@ -59,6 +59,12 @@ class PlanDiff:
             more = len(pool_changes) - len(leads)
             lines.append(f"{verb} pool {pool}: {named}{f', and {more} resources that follow it' if more else ''}"
                          f"; its nodes and running pods go")
+        for change in self.of("change"):
+            later = new_nodes_only(change.resource.type, change.paths)
+            if change.pool and later:
+                lines.append(f"changes pool {change.pool} for new nodes only: {change.resource.type} "
+                             f"{change.resource.name} ({', '.join(sorted({p.split('.')[0] for p in later}))}); "
+                             "existing nodes keep the old value until the pool is cycled")
         for change in self.changes:
             if change.action not in ("replace", "delete"):
                 continue

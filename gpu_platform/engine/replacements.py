@@ -51,6 +51,12 @@ REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
     "oci:ContainerEngine/nodePool:NodePool": ("clusterId", "compartmentId"),
 }
 
+# Inputs updated in place that reach only nodes created afterwards (terraform-provider-oci: an OKE node pool's
+# shape, image and metadata apply at the next node launch): existing nodes keep the old value until cycled.
+NEW_NODES_ONLY: dict[str, tuple[str, ...]] = {
+    "oci:ContainerEngine/nodePool:NodePool": ("nodeShape", "nodeShapeConfig", "nodeSourceDetails", "nodeMetadata"),
+}
+
 # pulumi-kubernetes replaces any object whose name or namespace changes (a new object, then the old one deleted).
 KUBERNETES_REPLACE_ON_CHANGES: tuple[str, ...] = ("metadata.name", "metadata.namespace")
 
@@ -70,6 +76,12 @@ def value_at(inputs: dict[str, Any], path: str) -> Any:
             return None
         value = value.get(key)
     return value
+
+
+def new_nodes_only(type_: str, paths: list[str]) -> list[str]:
+    """The changed paths that reach only nodes created afterwards."""
+    heads = NEW_NODES_ONLY.get(type_, ())
+    return [p for p in paths if p.split(".")[0] in heads]
 
 
 def replacing_changes(type_: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
