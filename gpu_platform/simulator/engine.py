@@ -244,12 +244,15 @@ class Simulation:
         events = self.events
         scheduler = self.scheduler
         horizon = self.horizon
-        played = 0
+        every = PROGRESS_EVERY if progress is not None else 0
+        countdown = every
         while events:
             t, kind, _, job, run = heapq.heappop(events)
-            played += 1
-            if progress is not None and played % PROGRESS_EVERY == 0:
-                progress(t)
+            if every:
+                countdown -= 1
+                if not countdown:
+                    countdown = every
+                    progress(t)
             if horizon is not None and t > horizon:
                 self.now = horizon
                 break
