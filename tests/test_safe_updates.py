@@ -259,3 +259,14 @@ def test_an_oke_shape_change_updates_in_place_and_says_existing_nodes_keep_the_o
     assert "changes pool a100-infer for new nodes only: oci:ContainerEngine/nodePool:NodePool " \
            "ml-prod-oke-a100-infer-np (nodeShape); existing nodes keep the old value until the pool is cycled" \
         in diff.warnings()
+
+
+def test_a_system_pool_replacement_deletes_first_and_is_named():
+    system = [r for r in registrations("aws-prod") if r.type == NODE_GROUP and r.name == "ml-prod-system"]
+    assert system[0].delete_before_replace
+
+    def bigger(config):
+        config["gpu-platform:cluster"]["systemPool"]["instanceType"] = "m6i.4xlarge"
+    diff = diff_plans(plan_with("aws-prod"), plan_with("aws-prod", bigger))
+    assert "replaces the system pool: aws:eks/nodeGroup:NodeGroup ml-prod-system (instanceTypes); system pods " \
+           "(DNS, controllers) wait for its successor" in diff.warnings()

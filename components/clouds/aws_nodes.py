@@ -59,7 +59,10 @@ def system_node_group(name: str, config: PlatformConfig, cluster: eks.Cluster, n
         capacity_type="ON_DEMAND", version=cluster.version,
         scaling_config=scaling(system.min_nodes, system.max_nodes),
         labels={f"{LABEL_PREFIX}/node-role": SYSTEM_NODE_GROUP},
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=AUTOSCALED)))
+        # A second group named "system" cannot exist beside the first: a replacement (a new instance type) must
+        # delete the old group first, and system pods wait for the new one (plan --diff warns).
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=AUTOSCALED,
+                                                                       delete_before_replace=True)))
 
 
 def capacity_block_template(name: str, pool: GpuNodePool, reservation_id: str,

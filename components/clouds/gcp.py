@@ -135,7 +135,8 @@ class GkeCluster(PlatformCluster):
             management={"auto_repair": True, "auto_upgrade": True},
             node_config={"machine_type": system.instance_type, "image_type": "COS_CONTAINERD",
                          "oauth_scopes": OAUTH_SCOPES, "workload_metadata_config": {"mode": "GKE_METADATA"}},
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
+            # Pool names are unique in a cluster (see the GPU pools below); machine type changes are in place.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"], delete_before_replace=True),
         )
         self.pools = {pool.name: self._gpu_pool(name, config, pool, prof, gke, project, zones)
                       for pool in config.gpu_pools}

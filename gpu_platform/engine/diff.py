@@ -17,6 +17,9 @@ from gpu_platform.engine.plan import Plan, PlannedResource
 from gpu_platform.engine.replacements import new_nodes_only, replace_paths, replacing_changes, value_at
 
 POOL_TYPE = "gpu-platform:cluster:GpuNodePool"
+# The clouds' node pool resources: one outside a GpuNodePool is the cluster's system pool.
+NODE_POOL_TYPES = ("aws:eks/nodeGroup:NodeGroup", "gcp:container/nodePool:NodePool",
+                   "azure-native:containerservice:AgentPool", "oci:ContainerEngine/nodePool:NodePool")
 ACTIONS = ("add", "change", "replace", "delete")
 
 
@@ -59,6 +62,10 @@ class PlanDiff:
             more = len(pool_changes) - len(leads)
             lines.append(f"{verb} pool {pool}: {named}{f', and {more} resources that follow it' if more else ''}"
                          f"; its nodes and running pods go")
+        for change in self.of("replace"):
+            if not change.pool and change.resource.type in NODE_POOL_TYPES:
+                lines.append(f"replaces the system pool: {change.resource.type} {change.resource.name} "
+                             f"({_reason(change)}); system pods (DNS, controllers) wait for its successor")
         for change in self.of("change"):
             later = new_nodes_only(change.resource.type, change.paths)
             if change.pool and later:
