@@ -8,9 +8,14 @@ STACK ?= aws-prod
 .PHONY: plan test bench clean
 
 $(VENV)/.installed: pyproject.toml
+	@echo "==> creating $(VENV) with $(PYTHON) (first run only)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "==> upgrading pip"
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "==> installing gpu-platform and its pinned dependencies (Pulumi SDK, the aws, azure-native, gcp, oci,"
+	@echo "    kubernetes and random provider SDKs, test tools): about 2 GB unpacked, up to ~10 minutes the first time"
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@echo "==> installed; later runs skip this step until pyproject.toml changes"
 	touch $@
 
 plan: $(VENV)/.installed

@@ -26,7 +26,7 @@ def build(config: PlatformConfig) -> dict[str, Any]:
     if config.cluster.adopted:
         cluster = ExistingCluster(name, config)
     else:
-        cluster = cluster_class(config.cloud)(name, config, opts=pulumi.ResourceOptions(protect=config.production))
+        cluster = cluster_class(config.cloud)(name, config, opts=pulumi.ResourceOptions(protect=config.protected))
     ctx = Context(config=config, cluster=cluster)
     for layer in LAYERS:
         importlib.import_module(layer).install(ctx)

@@ -316,11 +316,13 @@ def test_subnet_cidrs_split_small_vpcs_too():
     assert public == ["10.8.3.0/27", "10.8.3.32/27", "10.8.3.64/27"]
 
 
-def test_zones_keep_region_order_and_include_capacity_block_zones():
-    assert pick_zones(["a", "b", "c", "d"], []) == ["a", "b", "c"]
-    assert pick_zones(["a", "b", "c", "d"], ["b"]) == ["a", "b", "c"]
-    assert pick_zones(["a", "b", "c", "d"], ["d"]) == ["a", "b", "d"]
-    assert pick_zones(["a", "b"], []) == ["a", "b"]
+def test_zones_are_the_regions_first_three_and_capacity_block_zones_come_after():
+    # The cluster's zones never depend on pools: a block outside them gets an extra zone at the end.
+    assert pick_zones(["a", "b", "c", "d"], []) == (["a", "b", "c"], [])
+    assert pick_zones(["a", "b", "c", "d"], ["b"]) == (["a", "b", "c"], [])
+    assert pick_zones(["a", "b", "c", "d"], ["d"]) == (["a", "b", "c"], ["d"])
+    assert pick_zones(["a", "b"], []) == (["a", "b"], [])
+    assert pick_zones(["a", "b", "c", "d"], ["a"], pinned=["d", "b"]) == (["d", "b"], ["a"])
     with pytest.raises(pulumi.RunError, match="availability zone\\(s\\) x not in this region; available: a, b"):
         pick_zones(["a", "b"], ["x"])
 

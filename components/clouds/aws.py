@@ -137,7 +137,8 @@ class EksCluster(PlatformCluster):
                                                       opts=pulumi.InvokeOptions(provider=self._aws)).names
         reserved = [block["availabilityZone"]
                     for block in config.cluster.extras.get(PROFILE.reservations_key, {}).values()]
-        return aws_network.create(name, config, aws_network.pick_zones(list(available), reserved), self._opts)
+        general, extra = aws_network.pick_zones(list(available), reserved, config.cluster.extras.get("zones"))
+        return aws_network.create(name, config, general, extra, self._opts)
 
     def autoscaler_values(self) -> dict[str, Any]:
         """Managed node groups only scale through the Cluster Autoscaler: where it runs, what it finds, its IAM role."""

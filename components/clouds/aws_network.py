@@ -1,4 +1,11 @@
-"""The EKS network: a private VPC across up to three AZs, or the subnets a stack names."""
+"""The EKS network: a private VPC across three AZs (plus one for reserved capacity elsewhere), or the subnets a
+stack names.
+
+Zones are chosen once and kept: `cluster.aws.zones`, or else the region's first three, never from the pools. A
+subnet's AZ and CIDR are fixed for its life (changing either replaces it, and with it every node group on it), so
+a reserved pool in a fourth AZ gets a subnet of its own in a slot no other subnet uses, and only that pool's node
+group lands there.
+"""
 from __future__ import annotations
 
 import ipaddress
@@ -11,7 +18,8 @@ import pulumi_aws.ec2 as ec2
 from components.config.model import PlatformConfig
 
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
-MAX_ZONES = 3
+MAX_ZONES = 3  # zones the cluster and its general pools span
+MAX_SUBNET_SLOTS = 4  # ... plus one zone only reserved pools use
 # EKS finds subnets for load balancers by these tags: internal ones in private subnets, internet-facing in public.
 INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
 PUBLIC_ELB_TAG = "kubernetes.io/role/elb"
@@ -28,15 +36,19 @@ class Network:
 
 
 def subnet_cidrs(vpc_cidr: str, zones: int) -> tuple[list[str], list[str]]:
-    """Private and public subnet CIDRs: three quarters of the VPC for nodes and pods, small public ones for NAT/LBs.
+    """Private and public subnet CIDRs by slot: three quarters of the VPC for nodes and pods, small public ones.
 
-    The VPC CNI gives every pod a VPC address, so private subnets get the bulk of the space.
+    A slot's CIDRs never depend on how many slots there are, so adding a zone never moves a subnet. The VPC CNI
+    gives every pod a VPC address, so private subnets get the bulk of the space; the fourth slot (a reserved
+    pool's own zone) takes the upper half of the last quarter, clear of the public /21s in its lower half.
     """
+    if zones > MAX_SUBNET_SLOTS:
+        raise ValueError(f"at most {MAX_SUBNET_SLOTS} subnet slots; asked for {zones}")
     vpc = ipaddress.IPv4Network(vpc_cidr)
     quarters = list(vpc.subnets(prefixlen_diff=2))
-    private = [str(net) for net in quarters[:zones]]
-    public = [str(net) for net in list(quarters[3].subnets(prefixlen_diff=3))[:zones]]
-    return private, public
+    private = [*quarters[:MAX_ZONES], list(quarters[3].subnets(prefixlen_diff=1))[1]]
+    public = list(quarters[3].subnets(prefixlen_diff=3))
+    return [str(net) for net in private[:zones]], [str(net) for net in public[:zones]]
 
 
 def existing(config: PlatformConfig, provider: pulumi.ProviderResource) -> Network:
@@ -52,25 +64,32 @@ def existing(config: PlatformConfig, provider: pulumi.ProviderResource) -> Netwo
     return Network(private_subnet_ids=ids, zone_subnet=zone_subnet)
 
 
-def pick_zones(available: list[str], required: list[str]) -> list[str]:
-    """Up to three AZs, always including the ones reserved capacity lives in."""
-    unknown = [z for z in required if z not in available]
+def pick_zones(available: list[str], required: list[str], pinned: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """The cluster's zones (pinned, or the region's first three) and the extra zones only reserved pools use.
+
+    Neither depends on which pools exist beyond their reserved AZs, and extra zones come after the cluster's, so
+    adding or removing a reserved pool never moves a subnet of the cluster.
+    """
+    general = list(pinned) if pinned else available[:MAX_ZONES]
+    unknown = [z for z in dict.fromkeys([*general, *required]) if z not in available]
     if unknown:
-        raise pulumi.RunError(f"cluster.aws.capacityBlocks: availability zone(s) {', '.join(unknown)} not in this "
-                              f"region; available: {', '.join(available)}")
-    if len(set(required)) > MAX_ZONES:
-        raise pulumi.RunError(f"cluster.aws.capacityBlocks: blocks span {len(set(required))} zones; the VPC this "
-                              f"platform creates has {MAX_ZONES}: give subnetIds instead")
-    chosen = set(required)
-    for zone in available:
-        if len(chosen) < MAX_ZONES:
-            chosen.add(zone)
-    # Region order, so adding a block in one of the usual zones leaves existing subnets where they are.
-    return [zone for zone in available if zone in chosen]
+        raise pulumi.RunError(f"cluster.aws: availability zone(s) {', '.join(unknown)} not in this region; "
+                              f"available: {', '.join(available)}")
+    extra = sorted(set(required) - set(general))
+    if len(general) + len(extra) > MAX_SUBNET_SLOTS:
+        raise pulumi.RunError(f"cluster.aws.capacityBlocks: blocks in {', '.join(extra)} need more zones than the "
+                              f"{MAX_SUBNET_SLOTS} subnet slots of the VPC this platform creates: list them in "
+                              "cluster.aws.zones, or give subnetIds")
+    return general, extra
 
 
-def create(name: str, config: PlatformConfig, zones: list[str], opts: Opts) -> Network:
-    """VPC, public and private subnets per AZ, internet gateway, NAT (one per AZ in production) and routes."""
+def create(name: str, config: PlatformConfig, general: list[str], extra: list[str], opts: Opts) -> Network:
+    """VPC, public and private subnets per AZ, internet gateway, NAT (one per AZ in production) and routes.
+
+    The control plane and every pool not tied to a reservation use the `general` zones' subnets; `extra` zones'
+    subnets serve only the reserved pools placed there.
+    """
+    zones = [*general, *extra]
     cidr = config.cluster.extras.get("vpcCidr", DEFAULT_VPC_CIDR)
     private_cidrs, public_cidrs = subnet_cidrs(cidr, len(zones))
     vpc = ec2.Vpc(f"{name}-vpc", cidr_block=cidr, enable_dns_support=True,
@@ -107,4 +126,5 @@ def create(name: str, config: PlatformConfig, zones: list[str], opts: Opts) -> N
         ec2.RouteTableAssociation(f"{name}-private-{i}", subnet_id=subnet.id, route_table_id=rt.id, opts=opts())
 
     by_zone = dict(zip(zones, private))
-    return Network(private_subnet_ids=[s.id for s in private], zone_subnet=lambda zone: [by_zone[zone].id])
+    return Network(private_subnet_ids=[s.id for s in private[:len(general)]],
+                   zone_subnet=lambda zone: [by_zone[zone].id])

@@ -71,6 +71,8 @@ def system_node_group(name: str, config: PlatformConfig, cluster: eks.Cluster, n
         capacity_type="ON_DEMAND", version=cluster.version,
         scaling_config=scaling(system.min_nodes, system.max_nodes),
         labels={f"{LABEL_PREFIX}/node-role": SYSTEM_NODE_GROUP}, launch_template=template_ref(template),
+        # A second group named "system" cannot exist beside the first: a replacement (a new instance type) must
+        # delete the old group first, and system pods wait for the new one (plan --diff warns).
         opts=pulumi.ResourceOptions.merge(opts, NODE_GROUP_OPTS))
 
 
@@ -122,6 +124,8 @@ def gpu_node_group(name: str, pool: GpuNodePool, config: PlatformConfig, profile
         taints=[{"key": t.key, "value": t.value, "effect": profile.taint_effects[t.effect]} for t in pool.taints],
         # One GPU node at a time: a rolling update never takes more than one node's GPUs away.
         update_config={"max_unavailable": 1}, tags=tags, launch_template=template_ref(template), **placement,
+        # Node group names are unique in a cluster, so a replacement created first would fail on the name: the old
+        # group goes first (plan --diff names every such replacement before it happens).
         opts=pulumi.ResourceOptions.merge(opts, NODE_GROUP_OPTS))
     asg_name = group.resources.apply(lambda resources: resources[0].autoscaling_groups[0].name)
     for key, value in node_template_tags(labels, pool.taints, pool.advertised).items():
@@ -129,5 +133,8 @@ def gpu_node_group(name: str, pool: GpuNodePool, config: PlatformConfig, profile
                         # The only tag keys we create with `/`: the autoscaler reads node templates from these keys on
                         # the group alone. Never propagated, they never become instance tags, the only tags the
                         # metadata-service key rule applies to.
-                        tag={"key": key, "value": value, "propagate_at_launch": False}, opts=opts)
+                        tag={"key": key, "value": value, "propagate_at_launch": False},
+                        # Derived from the pool's labels and taints and recreated from them at will: unprotected, so
+                        # renaming a label (a tag delete) works in production.
+                        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=False)))
     return group, asg_name

@@ -122,7 +122,7 @@ class AksCluster(PlatformCluster):
             disable_local_accounts=config.production,
             auto_scaler_profile=AUTOSCALER_PROFILE,
             # The autoscaler owns the system pool's node count after creation.
-            opts=pulumi.ResourceOptions(parent=self, protect=config.production,
+            opts=pulumi.ResourceOptions(parent=self, protect=config.protected,
                                         ignore_changes=["agentPoolProfiles[0].count"]),
         )
         ready: list[pulumi.Resource] = [managed]
@@ -204,7 +204,10 @@ class AksCluster(PlatformCluster):
             vnet_subnet_id=subnet_id,
             **spot,
             # The autoscaler owns the node count after creation.
-            opts=pulumi.ResourceOptions(parent=node_pool, depends_on=[managed], ignore_changes=["count"]),
+            # The pool name is its ARM resource name (and at most 12 characters, no room for a generation suffix):
+            # a replacement must delete the old pool before creating the new one under the same name.
+            opts=pulumi.ResourceOptions(parent=node_pool, depends_on=[managed], ignore_changes=["count"],
+                                        delete_before_replace=True),
         )
         node_pool.finish({"agentPoolName": agent_pool.name})
         return node_pool

@@ -142,9 +142,9 @@ class GkeCluster(PlatformCluster):
             authenticator_groups_config={"security_group": extras["securityGroup"]} if "securityGroup" in extras
             else None,
             datapath_provider="ADVANCED_DATAPATH",  # Dataplane V2 enforces NetworkPolicy
-            deletion_protection=config.production,
+            deletion_protection=config.protected,
             # nodeConfig describes only the removed default pool, and changing it would replace the cluster.
-            opts=pulumi.ResourceOptions(parent=self, protect=config.production, depends_on=nodes_ready,
+            opts=pulumi.ResourceOptions(parent=self, protect=config.protected, depends_on=nodes_ready,
                                         ignore_changes=["nodeConfig"]),
         )
         system = config.cluster.system_pool
@@ -162,7 +162,9 @@ class GkeCluster(PlatformCluster):
             node_config={"machine_type": system.instance_type, "image_type": "COS_CONTAINERD",
                          "service_account": self._nodes_account.email,
                          "oauth_scopes": OAUTH_SCOPES, "workload_metadata_config": {"mode": "GKE_METADATA"}},
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"], depends_on=nodes_ready),
+            # Pool names are unique in a cluster (see the GPU pools below); machine type changes are in place.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"], depends_on=nodes_ready,
+                                        delete_before_replace=True),
         )
         self.pools = {pool.name: self._gpu_pool(name, config, pool, prof, gke, project, zones, nodes_ready)
                       for pool in config.gpu_pools}
@@ -244,7 +246,9 @@ class GkeCluster(PlatformCluster):
             # A surge node would be one more scarce GPU machine: upgrade by replacing one node at a time.
             upgrade_settings={"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1},
             node_config=node_config,
-            opts=pulumi.ResourceOptions(parent=node_pool, ignore_changes=GKE_MUTATED_FIELDS, depends_on=nodes_ready),
+            # Node pool names are unique in a cluster: a replacement must delete the old pool before creating its own.
+            opts=pulumi.ResourceOptions(parent=node_pool, ignore_changes=GKE_MUTATED_FIELDS, depends_on=nodes_ready,
+                                        delete_before_replace=True),
         )
         node_pool.finish({"nodePoolName": node_pool_resource.name})
         return node_pool

@@ -19,6 +19,7 @@ class ExtraKey:
     required: bool = False
     choices: tuple[str, ...] = ()  # the only values the cloud API accepts
     requires: tuple[str, ...] = ()  # sibling keys that must be set with this one
+    conflicts: tuple[str, ...] = ()  # sibling keys that make this one meaningless
     check: Callable[[Any], str | None] | None = None  # what is wrong with a value of the right kind, or None
 
     def problem(self, value: Any) -> str | None:
@@ -176,6 +177,12 @@ def _subnet_ids(value: list) -> str | None:
     return None if len(value) >= 2 else f"must list at least two subnets in different AZs; got {len(value)}"
 
 
+def _aws_zones(value: list) -> str | None:
+    if not 1 <= len(value) <= 3 or len(set(value)) != len(value) or not all(isinstance(z, str) and z for z in value):
+        return f"must list one to three distinct availability zone names, e.g. [us-east-1a, us-east-1b]; got {value!r}"
+    return None
+
+
 def _capacity_blocks(value: dict) -> str | None:
     for pool, block in value.items():
         if (not isinstance(block, dict) or set(block) != {"reservationId", "availabilityZone"}
@@ -287,6 +294,10 @@ PROFILES: dict[str, CloudProfile] = {
             "vpcCidr": ExtraKey(str, "CIDR of the VPC created when vpcId is omitted", check=_vpc_cidr),
             "amiType": ExtraKey(str, "GPU node AMI type: AL2023_x86_64_NVIDIA (default) or BOTTLEROCKET_x86_64_NVIDIA",
                                 choices=tuple(_EKS_GPU_IMAGES)),
+            # Pinned zones keep every subnet where it is whatever the region offers later (aws_network).
+            "zones": ExtraKey(list, "AZs of the VPC this platform creates, in order (default: the region's first "
+                                    "three); a reserved pool's AZ outside them gets a subnet of its own",
+                              check=_aws_zones, conflicts=("subnetIds",)),
             "capacityBlocks": ExtraKey(dict, "per reserved pool: {reservationId, availabilityZone} of its EC2 "
                                              "Capacity Block for ML", check=_capacity_blocks),
         },

@@ -226,5 +226,11 @@ class PlatformConfig:
     def production(self) -> bool:
         return self.environment == "production"
 
+    @property
+    def protected(self) -> bool:
+        """Whether stateful resources carry `protect`: staging rehearses production's upgrades, so an `up` that
+        production would refuse is refused there first."""
+        return self.environment in ("production", "staging")
+
     def pool(self, name: str) -> GpuPool:
         return next(p for p in self.gpu_pools if p.name == name)

@@ -156,6 +156,9 @@ def _extras(raw: Any, path: str, prof: CloudProfile, problems: Problems) -> dict
         for other in spec.requires:
             if not sec.has(other):
                 problems.add(sec.at(other), f"is required with {key} ({prof.extras[other].doc})")
+        for other in spec.conflicts:
+            if sec.has(other):
+                problems.add(sec.at(key), f"cannot be set with {other}: {key} is for {spec.doc}")
         extras[key] = value
     return extras
 

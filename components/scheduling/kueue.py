@@ -188,9 +188,13 @@ class Kueue(pulumi.ComponentResource):
         )
         after = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
 
-        def custom(suffix: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> CustomResource:
+        # A team's queues and binding are protected like its namespace (tenancy/team.py says why).
+        team_guard = pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(protect=config.protected))
+
+        def custom(suffix: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any],
+                   opts: pulumi.ResourceOptions = after) -> CustomResource:
             return CustomResource(f"{name}-{suffix}", api_version=API, kind=kind, metadata=metadata, spec=spec,
-                                  opts=after)
+                                  opts=opts)
 
         for level in LEVELS.values():
             WorkloadPriorityClass(f"{name}-priority-{level.name}", level.name, level.value, level.description,
@@ -201,15 +205,16 @@ class Kueue(pulumi.ComponentResource):
             custom("cohort", "Cohort", {"name": COHORT}, {})
         for team in config.teams:
             ns = namespaces[team.name]
-            custom(f"queue-{team.name}", "ClusterQueue", {"name": team.name}, cluster_queue_spec(config, team))
+            custom(f"queue-{team.name}", "ClusterQueue", {"name": team.name}, cluster_queue_spec(config, team),
+                   team_guard)
             custom(f"local-queue-{team.name}", "LocalQueue", {"name": LOCAL_QUEUE, "namespace": ns},
-                   {"clusterQueue": team.name})
+                   {"clusterQueue": team.name}, team_guard)
             if team.groups:
                 rbac.RoleBinding(
                     f"{name}-user-{team.name}",
                     metadata=meta.ObjectMetaArgs(name="kueue-batch-user", namespace=ns),
                     role_ref=rbac.RoleRefArgs(api_group=RBAC_GROUP, kind="ClusterRole", name=USER_ROLE),
                     subjects=[rbac.SubjectArgs(kind="Group", name=g, api_group=RBAC_GROUP) for g in team.groups],
-                    opts=after,
+                    opts=team_guard,
                 )
         self.register_outputs({"release": self.release.status})

@@ -99,8 +99,9 @@ class Volcano(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        after = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
+        # A team's queue is protected like its namespace (tenancy/team.py says why).
+        team_guard = pulumi.ResourceOptions(parent=self, depends_on=[self.release], protect=config.protected)
         for team in config.teams:
             CustomResource(f"{name}-queue-{team.name}", api_version=API, kind="Queue", metadata={"name": team.name},
-                           spec=queue_spec(config, team), opts=after)
+                           spec=queue_spec(config, team), opts=team_guard)
         self.register_outputs({"release": self.release.status})

@@ -56,12 +56,14 @@ class Team(pulumi.ComponentResource):
             f"{name}-namespace",
             metadata=meta.ObjectMetaArgs(name=team.name, labels=namespace_labels(team),
                                          annotations=annotations or None),
-            # Deleting a namespace deletes every workload in it: in production, removing a team takes a deliberate
-            # unprotect.
-            opts=pulumi.ResourceOptions(parent=self, protect=config.production),
+            # Deleting a namespace deletes every workload in it: in production (and staging), removing a team takes
+            # a deliberate unprotect.
+            opts=pulumi.ResourceOptions(parent=self, protect=config.protected),
         )
         ns = self.namespace.metadata.name
-        child = pulumi.ResourceOptions(parent=self)
+        # The guards are protected with the namespace: they are deleted before it (they depend on it), so a
+        # refused namespace delete would otherwise leave its workloads running without quota, ceiling or defaults.
+        child = pulumi.ResourceOptions(parent=self, protect=config.protected)
         core.ResourceQuota(f"{name}-gpu-quota", metadata=meta.ObjectMetaArgs(name="gpu-quota", namespace=ns),
                            spec=core.ResourceQuotaSpecArgs(hard=hard), opts=child)
         # Team priority is a ceiling: pods may not use the classes above it (or the system ones). Quota scopes only

@@ -3,33 +3,58 @@ from __future__ import annotations
 
 import json
 
-from gpu_platform.cli import add_stack_arguments, write_output
+from gpu_platform.cli import UsageError, add_stack_arguments, write_output
 from gpu_platform.engine.plan import Plan
+
+# `plan --diff` exit code when the change replaces or deletes a resource, so CI can stop destructive changes.
+DESTRUCTIVE = 1
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("plan", help="plan a stack offline and print its resource graph")
     add_stack_arguments(parser)
     parser.add_argument("--format", choices=("tree", "json"), default="tree")
+    parser.add_argument("--diff", metavar="OLD.json",
+                        help="compare with a previous `plan --format json`: what this change adds, changes, "
+                             "replaces and deletes (exit 1 if it replaces or deletes anything)")
     parser.add_argument("--out", help="write to FILE instead of standard output")
 
 
 def run(args) -> int:
     from gpu_platform.engine import plan_stack
+    from gpu_platform.engine.diff import (PlanFileError, diff_json, diff_plans, read_plan_file, render_diff,
+                                          same_stack)
 
+    old = None
+    if args.diff:
+        try:
+            old = read_plan_file(args.diff)  # before planning: a bad file fails fast, with nothing planned
+        except PlanFileError as exc:
+            raise UsageError(f"--diff {exc}") from None
     plan = plan_stack(args.stack, args.file)
+    if old is not None:
+        try:
+            same_stack(old, plan, args.diff)
+        except PlanFileError as exc:
+            raise UsageError(f"--diff {exc}") from None
+        diff = diff_plans(old, plan)
+        text = json.dumps(diff_json(diff), indent=2, sort_keys=True) if args.format == "json" else render_diff(diff)
+        write_output(text, args.out)
+        return DESTRUCTIVE if diff.destructive else 0
     text = json.dumps(plan.to_json(), indent=2, sort_keys=True) if args.format == "json" else render_tree(plan)
     write_output(text, args.out)
     return 0
 
 
 def render_tree(plan: Plan) -> str:
-    """Resources indented under their parents, with a count per type at the end."""
+    """The summary (layers, pools, teams), then resources indented under their parents."""
+    from gpu_platform.engine.summary import render_summary
+
     children: dict[str, list] = {}
     for resource in plan.resources:
         children.setdefault(resource.parent, []).append(resource)
     urns = {r.urn for r in plan.resources}
-    lines = [f"{plan.project}/{plan.stack}: {len(plan.resources)} resources"]
+    lines = [render_summary(plan), "", "resources:"]
 
     def walk(parent: str, depth: int) -> None:
         for resource in children.get(parent, []):

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from gpu_platform.cli import USAGE_ERROR, UsageError, add_stack_arguments, write_output
 
 BASELINES = ("static", "no-gang", "none")
+# A run that takes longer than this says how far it is, on standard error, at most this often.
+PROGRESS_AFTER_S = 2.0
 TRACE_FORMATS = ("csv", "gavel", "synthetic")
 
 
@@ -44,6 +47,23 @@ def _nodes(values: list[str]) -> dict[str, int]:
             raise UsageError(f"--nodes {value!r}: expected POOL=N with N a whole number")
         nodes[pool] = int(count)
     return nodes
+
+
+class Progress:
+    """Progress lines on standard error for a long run: silent for the first seconds, then every few seconds."""
+
+    def __init__(self, label: str, last_submit_s: float, out=None, clock=time.monotonic):
+        self.label, self.last_submit_s, self.out, self.clock = label, last_submit_s, out, clock
+        self.started = self.reported = clock()
+
+    def __call__(self, sim_t: float) -> None:
+        now = self.clock()
+        if now - self.started < PROGRESS_AFTER_S or now - self.reported < PROGRESS_AFTER_S:
+            return
+        self.reported = now
+        arrived = f", {min(sim_t / self.last_submit_s, 1):.0%} of the trace submitted" if self.last_submit_s else ""
+        print(f"simulate: {self.label}: {sim_t / 3600:.1f} h simulated{arrived}, {now - self.started:.0f} s",
+              file=self.out or sys.stderr, flush=True)
 
 
 def _trace_format(args) -> str:
@@ -95,11 +115,13 @@ def _run(args) -> int:
     trace = traces.map_teams(trace, stack_teams, mapping,
                              known=lambda name: (model.team_for(name).name if model.team_for(name) else None))
     timing = DEFAULT_TIMING if args.cycle is None else replace(DEFAULT_TIMING, cycle_s=args.cycle)
-    result = simulate(model, trace, timing, args.horizon, args.pool)
+    last_submit = max((job.submit_s for job in trace), default=0.0)
+    result = simulate(model, trace, timing, args.horizon, args.pool, progress=Progress("stack", last_submit))
     baseline = None
     if args.baseline != "none":
         variant = model.static() if args.baseline == "static" else model.without_gang()
-        baseline = simulate(variant, trace, timing, args.horizon, args.pool)
+        baseline = simulate(variant, trace, timing, args.horizon, args.pool,
+                            progress=Progress(f"baseline {args.baseline}", last_submit))
     meta = {"stack": model.source, "trace_name": args.trace, "trace_format": fmt, "scheduler": model.scheduler,
             "cycle_s": timing.cycle_s, "baseline": None if args.baseline == "none" else args.baseline,
             "seed": args.seed, "placement": model.placement, "gang": model.gang.enabled,

@@ -1,20 +1,42 @@
-"""`gpu-platform validate <stack> | --file PATH`: check a stack config without planning it."""
+"""`gpu-platform validate <stack> | --file PATH [--against OLD.json]`: check a stack config without planning it, or
+also warn about what the change replaces against a previous plan."""
 from __future__ import annotations
 
-from gpu_platform.cli import add_stack_arguments
+from gpu_platform.cli import UsageError, add_stack_arguments
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("validate", help="validate a stack config; exit 2 with every problem found")
     add_stack_arguments(parser)
+    parser.add_argument("--against", metavar="OLD.json",
+                        help="a previous `plan --format json`: also plan offline and warn for every GPU pool the "
+                             "change replaces or deletes, and every protected resource it would remove")
 
 
 def run(args) -> int:
+    from gpu_platform.engine.diff import PlanFileError, read_plan_file
     from gpu_platform.engine.plan import validate_stack
 
+    old = None
+    if args.against:
+        try:
+            old = read_plan_file(args.against)
+        except PlanFileError as exc:
+            raise UsageError(f"--against {exc}") from None
     _, path, _, config = validate_stack(args.stack, args.file)
     for warning in config.warnings:
         print(f"warning: {warning}")
+    if old is not None:
+        from gpu_platform.engine import plan_stack
+        from gpu_platform.engine.diff import diff_plans, same_stack
+
+        new = plan_stack(args.stack, args.file)
+        try:
+            same_stack(old, new, args.against)
+        except PlanFileError as exc:
+            raise UsageError(f"--against {exc}") from None
+        for warning in diff_plans(old, new).warnings():
+            print(f"warning: {warning}")
     print(f"{path}: valid ({config.cloud}, {config.environment}, {len(config.gpu_pools)} GPU pool(s), "
           f"{len(config.teams)} team(s))")
     return 0

@@ -23,6 +23,7 @@ class Registration:
     depends_on: list[str]
     inputs: dict[str, Any] = field(default_factory=dict)
     alias_types: list[str] = field(default_factory=list)  # provider classes' own type aliases (the bench replays them)
+    delete_before_replace: bool = False
 
 
 class RecordingMonitor(MockMonitor):
@@ -49,5 +50,6 @@ class RecordingMonitor(MockMonitor):
             provider=request.provider, protect=bool(request.protect), ignore_changes=list(request.ignoreChanges),
             depends_on=sorted(set(request.dependencies)), inputs=inputs,
             alias_types=[alias.spec.type for alias in request.aliases if alias.spec.type],
+            delete_before_replace=bool(request.deleteBeforeReplace),
         ))
         return response

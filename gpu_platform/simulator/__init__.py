@@ -2,6 +2,8 @@
 plans, and compare with a baseline (static quotas, or gang scheduling off)."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gpu_platform.simulator.engine import SimResult, Simulation, Timing, build_jobs
 from gpu_platform.simulator.errors import SimulationError
 from gpu_platform.simulator.model import Model, load_model
@@ -10,9 +12,11 @@ from gpu_platform.simulator.traces import TraceJob
 
 
 def simulate(model: Model, trace: list[TraceJob], timing: Timing = DEFAULT_TIMING, horizon: float | None = None,
-             default_pool: str | None = None, check: bool = False) -> SimResult:
-    """Run `trace` (teams already mapped to the model's) through `model`."""
-    return Simulation(model, build_jobs(model, trace, default_pool), timing, horizon, check).run()
+             default_pool: str | None = None, check: bool = False,
+             progress: Callable[[float], None] | None = None) -> SimResult:
+    """Run `trace` (teams already mapped to the model's) through `model`; `progress` hears the simulated time
+    now and then."""
+    return Simulation(model, build_jobs(model, trace, default_pool), timing, horizon, check).run(progress)
 
 
 __all__ = ["DEFAULT_TIMING", "KUEUE_CALIBRATED", "Model", "SimResult", "SimulationError", "Timing", "TraceJob",

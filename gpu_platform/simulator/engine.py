@@ -11,6 +11,7 @@ import heapq
 import math
 from array import array
 from bisect import insort
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpu_platform.simulator.errors import SimulationError
@@ -19,6 +20,7 @@ from gpu_platform.simulator.model import ANY_FLAVOR, GPU, Model
 QUEUED, BACKOFF, ADMITTED, RUNNING, DONE, INACTIVE, EVICTING = range(7)
 # Event kinds, in the order they are handled when they fall on the same instant.
 FINISH, EVICTED, TIMEOUT, REQUEUE, ARRIVAL, CYCLE = range(6)
+PROGRESS_EVERY = 8192  # events between progress reports: rare enough to cost nothing in the loop
 
 
 @dataclass(frozen=True)
@@ -235,14 +237,22 @@ class Simulation:
         self.counter += 1
         heapq.heappush(self.events, (t, kind, self.counter, job, run))
 
-    def run(self) -> SimResult:
+    def run(self, progress: Callable[[float], None] | None = None) -> SimResult:
+        """Play every event; `progress`, if given, hears the simulated time every PROGRESS_EVERY events."""
         for job in self.jobs:
             self.push(job.submit, ARRIVAL, job)
         events = self.events
         scheduler = self.scheduler
         horizon = self.horizon
+        every = PROGRESS_EVERY if progress is not None else 0
+        countdown = every
         while events:
             t, kind, _, job, run = heapq.heappop(events)
+            if every:
+                countdown -= 1
+                if not countdown:
+                    countdown = every
+                    progress(t)
             if horizon is not None and t > horizon:
                 self.now = horizon
                 break
