@@ -16,6 +16,16 @@ POOL_COMPONENT = "gpu-platform:cluster:GpuNodePool"
 
 
 @dataclass(frozen=True)
+class TemplateLink:
+    """A node pool whose instance type can come from a separate template resource instead of its own field."""
+
+    type: str  # the template's resource type
+    field: str  # the node pool field that names the template
+    instance: str  # the template's instance type field
+    pool_field: str  # the node pool's own instance types field, which the template's value stands in for
+
+
+@dataclass(frozen=True)
 class NodePoolShape:
     """How to read one cloud node pool resource type."""
 
@@ -33,6 +43,7 @@ class NodePoolShape:
     implicit_taints: Callable[[Mapping], list[Taint]] = lambda props: []
     # GPU sharing the cloud itself configures on the pool ("time-slicing", "mps"), if any.
     sharing: Callable[[Mapping], str | None] = lambda props: None
+    template: TemplateLink | None = None
 
 
 def _api_effect(taint: Taint) -> str:
@@ -40,7 +51,8 @@ def _api_effect(taint: Taint) -> str:
 
 
 # EKS ---------------------------------------------------------------------------------------------------------
-_AWS_GPU_INSTANCE = re.compile(r"^(p\d+[a-z]*|g\d+[a-z]*)(-[a-z0-9]+)?\.")
+# p*/g* families (p5, p4de, g6e, g5g) and gr6 (L4 with more memory per GPU).
+_AWS_GPU_INSTANCE = re.compile(r"^(p\d+[a-z]*|g\d+[a-z]*|gr\d+[a-z]*)(-[a-z0-9]+)?\.")
 
 
 def _eks_ami(props: Mapping) -> str:
@@ -69,6 +81,8 @@ EKS = NodePoolShape(
     labels=lambda p: dict(mapping(get(p, "labels"))),
     spot=lambda p: get(p, "capacityType") == "SPOT",
     cloud_driver=_eks_driver,
+    # With a launch template (custom AMI, capacity blocks) the instance type lives on the template.
+    template=TemplateLink("aws:ec2/launchTemplate:LaunchTemplate", "launchTemplate", "instanceType", "instanceTypes"),
 )
 
 # AKS ---------------------------------------------------------------------------------------------------------

@@ -130,7 +130,7 @@ FAILING = [
     ("GPU001", "aws-prod", prefer_no_schedule, "effect PreferNoSchedule", "ml-prod-h100-train-nodegroup"),
     ("GPU002", "aws-prod", second_team_on_time_sliced_pool, "2 teams can use it (applied, research)", "ml-prod-l4-notebooks"),
     ("GPU003", "aws-prod", no_research_quota, "'research' has no ResourceQuota capping requests.nvidia.com/gpu", "research-*"),
-    ("GPU003", "aws-prod", mixed_mig_unquoted, "requests.nvidia.com/mig-1g.10gb, requests.nvidia.com/mig-3g.40gb", "*"),
+    ("GPU003", "aws-prod", mixed_mig_unquoted, "requests.nvidia.com/mig-1g.10gb, requests.nvidia.com/mig-3g.40gb", "*-namespace"),
     ("GPU004", "aws-prod", preempting_default, "'gpu-default' has preemptionPolicy PreemptLowerPriority", "priorities-*"),
     ("GPU004", "aws-prod", queue_without_preemption, "'research' sets no preemption.withinClusterQueue", "kueue-queue-research"),
     ("GPU004", "gcp-dev", volcano_queue_unreclaimable, "'alpha' does not set reclaimable", "volcano-queue-alpha"),
@@ -180,7 +180,7 @@ def test_exemption_waives_the_finding_and_is_listed(case):
     rule, fixture, change, _, glob, *_also = case
     plan = load(fixture)
     change(plan)
-    report = run(plan, rule, exemptions=((rule, glob, LONG_REASON, date(2026, 12, 31)),))
+    report = run(plan, rule, exemptions=((rule, glob, LONG_REASON, date(2026, 9, 30)),))
     assert ids(report) == []
     assert report.waived and all(f.waived_by == "policy.exemptions[0]" for f in report.waived)
     assert {u.rule for u in report.exemptions.used} == {rule}
@@ -190,7 +190,7 @@ def test_exemption_waives_the_finding_and_is_listed(case):
 def test_critical_rule_cannot_be_exempted():
     plan = load("aws-prod")
     two_driver_owners(plan)
-    report = run(plan, "GPU007", exemptions=(("GPU007", "*", LONG_REASON, date(2026, 12, 31)),))
+    report = run(plan, "GPU007", exemptions=(("GPU007", "*", LONG_REASON, date(2026, 9, 30)),))
     assert ids(report) == ["GPU000"] + ["GPU007"] * 3
     assert "GPU007 cannot be exempted" in next(f.message for f in report.findings if f.rule == "GPU000")
     assert report.exemptions.used == []
@@ -208,7 +208,7 @@ def test_an_expired_exemption_is_a_finding_and_waives_nothing():
 # rule, fixture, change making it not applicable, reason
 NOT_APPLICABLE = [
     ("GPU000", "aws-prod", lambda plan: None, "no exemptions declared"),
-    ("GPU001", "aws-prod", lambda plan: None, "EKS pool without GPUs (m6i.2xlarge)"),
+    ("GPU001", "aws-prod", lambda plan: [drop(plan, t) for t in (POOL, NODE_GROUP)], "no GPU node pools"),
     ("GPU002", "aws-prod", "development", "not a production stack"),
     ("GPU003", "aws-prod", lambda plan: [drop(plan, t) for t in ("kubernetes:core/v1:Namespace",
                                                                  "gpu-platform:tenancy:Team")],
