@@ -14,7 +14,7 @@ from pulumi_policy import PolicyResource
 from pulumi_policy.proxy import UnknownValueError
 
 from policies.props import Undecidable, get, items, mapping
-from policies.shapes import POOL_COMPONENT, SHAPES, NodePoolShape
+from policies.shapes import INSTANCE_TYPE_LABELS, POOL_COMPONENT, SHAPES, NodePoolShape
 from policies.taints import Taint, taint_from_map
 
 
@@ -62,6 +62,16 @@ class Pool:
 
     def label(self, key: str, default: str | None = None) -> str | None:
         return self.labels().get(key, default)
+
+    def label_values(self, key: str) -> set[str]:
+        """Every value label `key` can have on the pool's nodes: set labels, and those the cloud and kubelet add
+        (instance type, the cloud's node pool name), so a selector on any of them is recognised."""
+        values = {v for v in [self.labels().get(key)] if v is not None}
+        if self.shape is not None:
+            values |= self.shape.node_labels(self.node_pool.props).get(key, set())
+        if key in INSTANCE_TYPE_LABELS and self.declared("instanceType"):
+            values.add(str(self.declared("instanceType")))
+        return values
 
     @property
     def workload(self) -> str | None:

@@ -8,7 +8,7 @@ import yaml
 from pulumi_policy import PolicyResource
 
 from policies.graph import Graph
-from policies.props import get, mapping
+from policies.props import get, items, mapping
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
@@ -37,6 +37,20 @@ def labels(resource: PolicyResource) -> Mapping:
 
 def spec(resource: PolicyResource) -> Mapping:
     return mapping(get(resource.props, "spec"))
+
+
+def selects(selector: Mapping, labels: Mapping) -> bool:
+    """Kubernetes label selector matching (an empty selector selects everything)."""
+    if any(labels.get(k) != v for k, v in mapping(get(selector, "matchLabels")).items()):
+        return False
+    for expression in items(get(selector, "matchExpressions")):
+        key, operator = get(expression, "key"), get(expression, "operator")
+        values = [str(v) for v in items(get(expression, "values"))]
+        present = key in labels
+        if (operator == "In" and labels.get(key) not in values) or (operator == "NotIn" and labels.get(key) in values) \
+                or (operator == "Exists" and not present) or (operator == "DoesNotExist" and present):
+            return False
+    return True
 
 
 def team_namespaces(graph: Graph) -> dict[str, PolicyResource]:

@@ -44,6 +44,17 @@ class NodePoolShape:
     # GPU sharing the cloud itself configures on the pool ("time-slicing", "mps"), if any.
     sharing: Callable[[Mapping], str | None] = lambda props: None
     template: TemplateLink | None = None
+    # Labels the cloud and the kubelet put on every node of the pool, with the values they can take.
+    node_labels: Callable[[Mapping], dict[str, set[str]]] = lambda props: {}
+
+
+INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+
+
+def instance_type_labels(*types: object) -> dict[str, set[str]]:
+    """The kubelet's instance-type labels, set from the cloud's machine type."""
+    values = {str(t) for t in types if t}
+    return {key: values for key in INSTANCE_TYPE_LABELS}
 
 
 def _api_effect(taint: Taint) -> str:
@@ -83,6 +94,9 @@ EKS = NodePoolShape(
     cloud_driver=_eks_driver,
     # With a launch template (custom AMI, capacity blocks) the instance type lives on the template.
     template=TemplateLink("aws:ec2/launchTemplate:LaunchTemplate", "launchTemplate", "instanceType", "instanceTypes"),
+    node_labels=lambda p: {**instance_type_labels(*items(get(p, "instanceTypes"))),
+                           "eks.amazonaws.com/nodegroup": {str(get(p, "nodeGroupName", ""))},
+                           "eks.amazonaws.com/capacityType": {str(get(p, "capacityType", "ON_DEMAND"))}},
 )
 
 # AKS ---------------------------------------------------------------------------------------------------------
@@ -111,6 +125,9 @@ AKS = NodePoolShape(
     cloud_driver=_aks_driver,
     # AKS taints every spot node itself.
     implicit_taints=lambda p: [_AKS_SPOT_TAINT] if get(p, "scaleSetPriority") == "Spot" else [],
+    node_labels=lambda p: {**instance_type_labels(get(p, "vmSize")),
+                           "kubernetes.azure.com/agentpool": {str(get(p, "agentPoolName", ""))},
+                           "agentpool": {str(get(p, "agentPoolName", ""))}},
 )
 
 # GKE ---------------------------------------------------------------------------------------------------------
@@ -137,6 +154,9 @@ GKE = NodePoolShape(
                                for a in _gke_accelerators(p)),
     sharing=lambda p: next((_GKE_SHARING[s] for a in _gke_accelerators(p)
                             if (s := get(a, "gpuSharingConfig.gpuSharingStrategy")) in _GKE_SHARING), None),
+    node_labels=lambda p: {**instance_type_labels(get(p, "nodeConfig.machineType")),
+                           "cloud.google.com/gke-nodepool": {str(get(p, "name", ""))},
+                           "cloud.google.com/gke-accelerator": {str(get(a, "type", "")) for a in _gke_accelerators(p)}},
 )
 
 # OKE ---------------------------------------------------------------------------------------------------------
@@ -159,6 +179,7 @@ OKE = NodePoolShape(
                        for pc in items(get(p, "nodeConfigDetails.placementConfigs"))),
     # OKE GPU images carry the driver, but an image OCID does not say which image it is.
     cloud_driver=lambda p: None,
+    node_labels=lambda p: instance_type_labels(get(p, "nodeShape")),
 )
 
 SHAPES: dict[str, NodePoolShape] = {
