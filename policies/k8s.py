@@ -21,6 +21,7 @@ PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 SERVICE_MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
 TEAM_COMPONENT = "gpu-platform:tenancy:Team"
 TEAM_LABEL = "gpu-platform.io/team"
+NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 def name(resource: PolicyResource) -> str:
@@ -59,6 +60,14 @@ def team_namespaces(graph: Graph) -> dict[str, PolicyResource]:
     for team in graph.of_type(TEAM_COMPONENT):
         found.setdefault(str(get(team.props, "namespace", team.name)), team)
     return found
+
+
+def namespace_labels(namespace_name: str, resource: PolicyResource) -> dict:
+    """A team namespace's labels as selectors see them: the Namespace's own (or, for a Team component, the team
+    label it gets) and the name label Kubernetes puts on every namespace."""
+    own = dict(labels(resource)) if resource.resource_type == NAMESPACE else \
+        {TEAM_LABEL: str(get(resource.props, "team", resource.name))}
+    return {**own, NAME_LABEL: namespace_name}
 
 
 def quantity(value: Any) -> float:

@@ -21,19 +21,12 @@ def _flavor_selects(flavor: PolicyResource, pool: Pool) -> bool:
     return all(str(v) in pool.label_values(str(k)) for k, v in wanted.items())
 
 
-def _namespace_labels(resource: PolicyResource) -> dict:
-    """A team namespace's labels: the Namespace's own, or for a Team component the team label it gets."""
-    if resource.resource_type == k8s.NAMESPACE:
-        return dict(k8s.labels(resource))
-    return {k8s.TEAM_LABEL: str(get(resource.props, "team", resource.name))}
-
-
 def queue_tenants(queue: PolicyResource, teams: dict[str, PolicyResource]) -> list[str]:
     """The team namespaces whose workloads a ClusterQueue admits; the queue itself when it matches none of them
     (someone outside the planned teams uses it)."""
     selector = get(queue.props, "spec.namespaceSelector")
     # Kueue: an absent selector admits no namespace, an empty one admits every namespace.
-    matched = [] if selector is None else [ns for ns, r in teams.items() if k8s.selects(selector, _namespace_labels(r))]
+    matched = [] if selector is None else [ns for ns, r in teams.items() if k8s.selects(selector, k8s.namespace_labels(ns, r))]
     return sorted(matched) or [f"queue:{k8s.name(queue)}"]
 
 

@@ -118,6 +118,10 @@ def public_endpoint(plan):
     inputs(plan, "aws:eks/cluster:Cluster")["vpcConfig"]["endpointPublicAccess"] = True
 
 
+def unauthorized_dev_endpoint(plan):
+    del inputs(plan, "gcp:container/cluster:Cluster")["masterAuthorizedNetworksConfig"]
+
+
 def idle_alert_removed(plan):
     groups = inputs(plan, RULE_CR, "gpu-monitoring-alerts")["spec"]["groups"]
     inputs(plan, RULE_CR, "gpu-monitoring-alerts")["spec"]["groups"] = [g for g in groups if g["name"] != "gpu-platform.hoarding"]
@@ -148,6 +152,8 @@ FAILING = [
     ("GPU010", "aws-prod", spot_untainted, "has no spot taint", "ml-prod-l4-notebooks"),
     ("GPU011", "aws-prod", public_endpoint, "exposes its API server to the internet", "ml-prod-eks"),
     ("GPU012", "aws-prod", mps_on_shared_pool, "uses mps and 2 teams can use it", "ml-prod-l4-*"),
+    ("GPU013", "gcp-dev", unauthorized_dev_endpoint, "has a public API endpoint without authorized networks",
+     "ml-dev-gke-*"),
 ]
 
 
@@ -171,7 +177,7 @@ def test_one_changed_field_fails_exactly_that_rule(case):
     # Removing the recording rules also breaks the idle alert built on them.
     assert set(ids(report)) == {rule, *(also[0] if also else ())}
     assert any(expected in f.message for f in report.findings), [f.message for f in report.findings]
-    advisory = rule in ("GPU009", "GPU012")
+    advisory = rule in ("GPU009", "GPU012", "GPU013")
     assert report.exit_code() == (0 if advisory else 1)
 
 
@@ -223,6 +229,7 @@ NOT_APPLICABLE = [
     ("GPU010", "aws-prod", lambda plan: None, "not a spot pool"),
     ("GPU011", "aws-prod", "development", "not a production stack"),
     ("GPU012", "aws-prod", lambda plan: None, "no pool uses mps"),
+    ("GPU013", "aws-prod", lambda plan: None, "a production stack: GPU011 holds its endpoint"),
 ]
 
 
@@ -264,6 +271,7 @@ UNKNOWN_AT_PREVIEW = [
     ("GPU010", "aws-prod", _unknown(NODE_GROUP, "ml-prod-l4-notebooks-nodegroup", "capacityType")),
     ("GPU011", "aws-prod", _unknown("aws:eks/cluster:Cluster", None, "vpcConfig")),
     ("GPU012", "aws-prod", _unknown(QUEUE, "kueue-queue-research", "spec", "resourceGroups")),
+    ("GPU013", "gcp-dev", _unknown("gcp:container/cluster:Cluster", None, "masterAuthorizedNetworksConfig")),
 ]
 
 
