@@ -135,9 +135,9 @@ def _max_days(raw: Any) -> tuple[int, list[Problem]]:
     if raw is None:
         return DEFAULT_MAX_DAYS, []
     if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_DAYS_CEILING:
+        # The default limit still applies, so a bad setting never lengthens what exemptions may last.
         return DEFAULT_MAX_DAYS, [Problem("policy.maxExemptionDays",
-                                          f"must be a whole number of days from 1 to {MAX_DAYS_CEILING}; got {raw!r} "
-                                          f"(using {DEFAULT_MAX_DAYS})")]
+                                          f"must be a whole number of days from 1 to {MAX_DAYS_CEILING}; got {raw!r}")]
     return raw, []
 
 

@@ -359,3 +359,12 @@ def test_exemption_dataclass_is_the_packs():
     from components.config.model import Exemption as ConfigExemption
 
     assert ConfigExemption is Exemption
+
+
+def test_stack_file_refuses_a_bad_max_exemption_days(raw):
+    from components.config import ConfigError, validate
+
+    raw["policy"] = {"maxExemptionDays": 0}
+    with pytest.raises(ConfigError, match=r"policy.maxExemptionDays: must be a whole number of days from 1 to 365; "
+                                          r"got 0$"):
+        validate(raw)

@@ -161,6 +161,11 @@ def read_policy(raw: Any, problems: Problems) -> Policy:
     """The policy pack reads and judges exemptions (a bad one is a GPU000 finding there); only the block's keys
     are checked here."""
     Section(raw, "policy", problems, POLICY_KEYS)
-    return read_exemption_policy(raw)
+    policy = read_exemption_policy(raw)
+    # A bad lifetime setting is the stack's error, not one exemption's: refuse the stack (exit 2).
+    for problem in policy.malformed:
+        if problem.path == "policy.maxExemptionDays":
+            problems.add(problem.path, problem.message)
+    return policy
 
 
