@@ -85,3 +85,24 @@ def test_requirements_pin_what_the_pack_imports():
     assert set(pins) == {"pulumi", "pulumi-policy", "pyyaml"}
     project = (ROOT / "pyproject.toml").read_text()
     assert all(f'"{name}=={version}"' in project for name, version in pins.items()), "pins differ from pyproject.toml"
+
+
+def test_pack_reads_environment_and_exemptions_from_the_config_the_cli_passes(monkeypatch):
+    import json
+    from datetime import date, timedelta
+
+    from policies import context
+
+    expires = (date.today() + timedelta(days=30)).isoformat()
+    policy = {"maxExemptionDays": 60, "exemptions": [
+        {"rule": "GPU001", "resource": "ml-prod-h100-*", "reason": "taint restored in the next release (PLAT-7)",
+         "expires": expires},
+        {"rule": "GPU002", "resource": "*", "reason": "every pool, for no reason at all", "expires": expires}]}
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-platform:environment": "production",
+                                                    "gpu-platform:policy": json.dumps(policy)}))
+    ctx = context.from_pulumi_config()
+    assert ctx.environment == "production"
+    assert [p for p, _ in ctx.exemptions.active] == ["policy.exemptions[0]"]
+    assert [i.path for i in ctx.exemptions.issues] == ["policy.exemptions[1].resource"]
+    monkeypatch.setenv("PULUMI_CONFIG", "{}")
+    assert context.from_pulumi_config().environment is None  # the graph's record, else production, decides
