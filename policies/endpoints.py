@@ -124,6 +124,6 @@ CLUSTERS: dict[str, Callable[[PolicyResource, Graph], Endpoint]] = {
 }
 
 
-def endpoints(graph: Graph) -> list[tuple[PolicyResource, Callable[[], Endpoint]]]:
-    """Every cluster in the graph with a reader of its endpoint (reading may raise for unknown values)."""
-    return [(c, (lambda c=c: CLUSTERS[c.resource_type](c, graph))) for c in graph.of_type(*CLUSTERS)]
+def endpoint(cluster: PolicyResource, graph: Graph) -> Endpoint:
+    """A cluster's API endpoint (raises for values unknown during preview, or NSG rules outside the stack)."""
+    return CLUSTERS[cluster.resource_type](cluster, graph)

@@ -26,7 +26,8 @@ def queue_tenants(queue: PolicyResource, teams: dict[str, PolicyResource]) -> li
     (someone outside the planned teams uses it)."""
     selector = get(queue.props, "spec.namespaceSelector")
     # Kueue: an absent selector admits no namespace, an empty one admits every namespace.
-    matched = [] if selector is None else [ns for ns, r in teams.items() if k8s.selects(selector, k8s.namespace_labels(ns, r))]
+    matched = [] if selector is None else [
+        ns for ns, r in teams.items() if k8s.selects(selector, k8s.namespace_labels(ns, r))]
     return sorted(matched) or [f"queue:{k8s.name(queue)}"]
 
 

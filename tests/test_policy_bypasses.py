@@ -11,7 +11,7 @@ import pytest
 from gpu_platform.cli import main
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import Plan
-from gpu_platform.policy.runner import evaluate
+from gpu_platform.policy.runner import evaluate, policy_resources
 from policies import context
 from policies.endpoints import Endpoint, exposure
 from policies.exemptions import Exemption, Policy, read_policy
@@ -118,8 +118,8 @@ def test_the_program_records_its_environment():
     dev = plan_stack("aws-dev")
     (facts,) = dev.of_type(STACK_FACTS)
     assert facts.inputs == {"environment": "development"}
-    assert context.recorded_environments(
-        [type("R", (), {"resource_type": r.type, "props": r.inputs})() for r in dev.resources]) == {"development"}
+    assert context.recorded_environments(policy_resources(dev.resources)) == {"development"}
+    assert not context.production(policy_resources(dev.resources))
 
 
 # GPU002: tenants are what the queues admit, flavors select by any label --------------------------------------
@@ -248,7 +248,8 @@ def test_gpu001_oke_cloud_config_runcmd_counts(oci_plan):
     pool["inputs"]["nodeMetadata"]["user_data"] = oke_user_data(
         "#cloud-config\nruncmd:\n  - [bash, /var/run/oke-init.sh, --kubelet-extra-args, "
         "\"--register-with-taints=nvidia.com/gpu=present:NoSchedule\"]\n")
-    assert evaluate(Plan.from_json(plan), context.build("production", Policy(), TODAY), [BY_ID["GPU001"]]).findings == []
+    ctx = context.build("production", Policy(), TODAY)
+    assert evaluate(Plan.from_json(plan), ctx, [BY_ID["GPU001"]]).findings == []
 
 
 def test_unknown_taints_warn_and_fail_only_under_fail_on_unknown(tmp_path, capsys):
@@ -300,8 +301,8 @@ def test_gpu005_kueue_that_manages_no_team_or_no_job_framework_fails(old, new, m
 # Exemptions: words, lifetime, no bare wildcard ------------------------------------------------------------
 
 
-def exempted(reason: str = LONG_REASON, resource_glob: str = "ml-prod-h100-*", expires: date = TODAY + timedelta(days=90),
-             max_days: int | None = None):
+def exempted(reason: str = LONG_REASON, resource_glob: str = "ml-prod-h100-*",
+             expires: date = TODAY + timedelta(days=90), max_days: int | None = None):
     plan = load("aws-prod")
     untaint(plan)
     raw = {"exemptions": [{"rule": "GPU001", "resource": resource_glob, "reason": reason, "expires": expires}]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
 from policies import context
-from policies.endpoints import CLUSTERS, OPEN_SHARE, endpoints, exposure
+from policies.endpoints import CLUSTERS, OPEN_SHARE, endpoint, exposure
 from policies.graph import Graph
 from policies.rule import Pending, Report, stack_rule
 
@@ -15,11 +15,11 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     if not context.production(graph.resources):
         args.not_applicable("not a production stack")
     pending = Pending()
-    for cluster, read in endpoints(graph):
+    for cluster in graph.of_type(*CLUSTERS):
         with pending.each():
-            endpoint = read()
-            if problem := exposure(endpoint):
-                report(f"production {endpoint.service} cluster {cluster.name!r} exposes its API server to the "
+            api = endpoint(cluster, graph)
+            if problem := exposure(api):
+                report(f"production {api.service} cluster {cluster.name!r} exposes its API server to the "
                        f"internet: {problem}", cluster.urn)
     pending.finish()
 

@@ -1,10 +1,10 @@
-"""GPU013: a public cluster API endpoint answers only authorized networks, whatever the environment."""
+"""GPU013: a public cluster API endpoint answers only authorized networks (outside production, which is GPU011's)."""
 from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
 from policies import context
-from policies.endpoints import CLUSTERS, OPEN_SHARE, endpoints, exposure
+from policies.endpoints import CLUSTERS, OPEN_SHARE, endpoint, exposure
 from policies.graph import Graph
 from policies.rule import Pending, Report, stack_rule
 
@@ -15,13 +15,13 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     if context.production(graph.resources):
         args.not_applicable("a production stack: GPU011 holds its endpoint")
     pending = Pending()
-    for cluster, read in endpoints(graph):
+    for cluster in graph.of_type(*CLUSTERS):
         with pending.each():
-            endpoint = read()
-            if problem := exposure(endpoint):
-                report(f"{endpoint.service} cluster {cluster.name!r} has a public API endpoint without authorized "
-                       f"networks: {problem}. Limit {endpoint.allow_field} to the networks that administer it, or "
-                       f"set {endpoint.private_field}.", cluster.urn)
+            api = endpoint(cluster, graph)
+            if problem := exposure(api):
+                report(f"{api.service} cluster {cluster.name!r} has a public API endpoint without authorized "
+                       f"networks: {problem}. Limit {api.allow_field} to the networks that administer it, or "
+                       f"set {api.private_field}.", cluster.urn)
     pending.finish()
 
 
