@@ -10,6 +10,7 @@ from components.clouds import cluster_class
 from components.clouds.existing import ExistingCluster
 from components.config.model import PlatformConfig
 from components.context import Context
+from components.stack_facts import StackFacts
 
 # Layers inside the cluster, in install order; each module has `install(ctx: Context) -> None`.
 LAYERS: tuple[str, ...] = (
@@ -23,6 +24,7 @@ LAYERS: tuple[str, ...] = (
 def build(config: PlatformConfig) -> dict[str, Any]:
     """Create every layer for one validated stack config; returns the stack outputs."""
     name = config.cluster.name
+    StackFacts(f"{name}-stack-facts", config)
     if config.cluster.adopted:
         cluster = ExistingCluster(name, config)
     else:

@@ -1,24 +1,29 @@
 """What rules know about a stack beyond its resources: its environment and its reviewed exemptions.
 
 Under the Pulumi CLI the pack reads both from the stack config the CLI hands it (PULUMI_CONFIG); the offline
-runner sets them explicitly with `using(...)`.
+runner sets them explicitly with `using(...)`. The program also records the environment on a
+`gpu-platform:policy:StackFacts` resource, so a bare plan file (no stack config) still says what it is.
 """
 from __future__ import annotations
 
+import json
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Iterator
+from typing import Any, Iterator
 
-from components.config import ConfigError
-from components.config.model import PlatformConfig, Policy
-from gpu_platform.policy.exemptions import Exemptions, review
+from policies.exemptions import Exemptions, Policy, read_policy, review
+from policies.props import get
+
+NAMESPACE = "gpu-platform"
+PRODUCTION = "production"
+STACK_FACTS = "gpu-platform:policy:StackFacts"
 
 
 @dataclass
 class StackContext:
-    """One stack's environment (None when unknown, e.g. a bare plan file) and exemptions."""
+    """One stack's environment (None when no stack config reached the pack, e.g. a bare plan) and exemptions."""
 
     environment: str | None = None
     exemptions: Exemptions = field(default_factory=Exemptions)
@@ -37,7 +42,8 @@ def build(environment: str | None, policy: Policy, today: date | None = None) ->
     return StackContext(environment, review(policy, table, today or date.today()))
 
 
-def for_config(config: PlatformConfig, today: date | None = None) -> StackContext:
+def for_config(config, today: date | None = None) -> StackContext:
+    """The context of a validated stack config (anything with `environment` and `policy`, as the CLI's model)."""
     return build(config.environment, config.policy, today)
 
 
@@ -48,7 +54,7 @@ def current() -> StackContext:
         if _override is not None:
             return _override
         if _from_config is None:
-            _from_config = _read_pulumi_config()
+            _from_config = from_pulumi_config()
         return _from_config
 
 
@@ -65,18 +71,41 @@ def using(ctx: StackContext) -> Iterator[StackContext]:
             _override = previous
 
 
-def _read_pulumi_config() -> StackContext:
-    from components.config import load_from_pulumi
-
+def _config_value(config: dict[str, Any], key: str) -> Any:
+    text = config.get(f"{NAMESPACE}:{key}")
     try:
-        return for_config(load_from_pulumi())
-    except ConfigError:
-        # No (valid) stack config reached the pack: no exemptions apply, the environment is read from the graph.
-        return StackContext()
+        return json.loads(text)  # structured values arrive as JSON text
+    except (TypeError, ValueError):
+        return text
 
 
-def production(protected: bool) -> bool:
-    """Whether rules treat the stack as production: its environment, else (a bare plan) whether the program
-    protected its resources, which it does in production."""
+def from_pulumi_config(today: date | None = None) -> StackContext:
+    """The environment and exemptions from the stack config the Pulumi CLI passes a policy pack.
+
+    Read here rather than with the program's config model: the published pack runs without the project's code.
+    """
+    from pulumi.runtime.config import get_config_env
+
+    config = get_config_env()
+    environment = _config_value(config, "environment")
+    return build(str(environment) if environment is not None else None, read_policy(_config_value(config, "policy")),
+                 today)
+
+
+def recorded_environments(resources) -> set[str]:
+    """The environments the program recorded on its StackFacts resources (empty when it recorded none)."""
+    return {str(get(r.props, "environment", "")) for r in resources if r.resource_type == STACK_FACTS}
+
+
+def production(resources) -> bool:
+    """Whether rules treat the stack as production.
+
+    The stack config's environment, else the one the program recorded in the graph. Strict by default: a graph
+    without the record, records that disagree with each other or with the stack config, all count as
+    production, so removing or editing one marker (or the `protect` flags) never switches rules off.
+    """
     environment = current().environment
-    return environment == "production" if environment is not None else protected
+    recorded = recorded_environments(resources)
+    if environment is not None:
+        return environment == PRODUCTION or bool(recorded - {environment})
+    return len(recorded) != 1 or recorded == {PRODUCTION}

@@ -6,13 +6,15 @@ component (or by another program) is a pool too, so nothing escapes the rules by
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections import ChainMap
+from collections.abc import Mapping
 from typing import Any, Iterable
 
 from pulumi_policy import PolicyResource
 from pulumi_policy.proxy import UnknownValueError
 
-from policies.props import get, items, mapping
-from policies.shapes import POOL_COMPONENT, SHAPES, NodePoolShape
+from policies.props import Undecidable, get, items, mapping
+from policies.shapes import INSTANCE_TYPE_LABELS, POOL_COMPONENT, SHAPES, NodePoolShape
 from policies.taints import Taint, taint_from_map
 
 
@@ -61,6 +63,16 @@ class Pool:
     def label(self, key: str, default: str | None = None) -> str | None:
         return self.labels().get(key, default)
 
+    def label_values(self, key: str) -> set[str]:
+        """Every value label `key` can have on the pool's nodes: set labels, and those the cloud and kubelet add
+        (instance type, the cloud's node pool name), so a selector on any of them is recognised."""
+        values = {v for v in [self.labels().get(key)] if v is not None}
+        if self.shape is not None:
+            values |= self.shape.node_labels(self.node_pool.props).get(key, set())
+        if key in INSTANCE_TYPE_LABELS and self.declared("instanceType"):
+            values.add(str(self.declared("instanceType")))
+        return values
+
     @property
     def workload(self) -> str | None:
         return self.declared("workload") or self.label("gpu-platform.io/workload")
@@ -84,13 +96,6 @@ class Pool:
         return None if owner is None else owner == "managed"
 
 
-def _has_gpus(node_pool: PolicyResource) -> bool:
-    try:
-        return SHAPES[node_pool.resource_type].gpu(node_pool.props)
-    except UnknownValueError:
-        return False  # its instance type is computed: GPU001 reports it on the resource itself
-
-
 class Graph:
     """Resources by URN and type, with parents linked as the analyzer links them."""
 
@@ -100,6 +105,37 @@ class Graph:
 
     def of_type(self, *types: str) -> list[PolicyResource]:
         return [r for r in self.resources if r.resource_type in types]
+
+    def node_pool_props(self, node_pool: PolicyResource) -> Mapping:
+        """A cloud node pool's inputs, with the instance type its template gives when the pool names none.
+
+        Raises Undecidable when the pool takes its instance type from a template the graph does not hold.
+        """
+        link = SHAPES[node_pool.resource_type].template
+        props = node_pool.props
+        if link is None or not get(props, link.field) or items(get(props, link.pool_field)):
+            return props
+        template = self._template(node_pool, link)
+        if template is None:
+            raise Undecidable(f"{node_pool.name}: {link.field} names a template that is not in this stack, so its "
+                              "instance type (GPU or not) cannot be read")
+        instance = get(template.props, link.instance)
+        if not instance:
+            raise Undecidable(f"{node_pool.name}: template {template.name} sets no {link.instance}, so whether the "
+                              "pool has GPUs cannot be read")
+        return ChainMap({link.pool_field: [instance]}, props)
+
+    def _template(self, node_pool: PolicyResource, link) -> PolicyResource | None:
+        """The template a node pool names: by its name input, else the one template the pool depends on."""
+        name = get(node_pool.props, f"{link.field}.name")
+        if name:
+            return next((t for t in self.of_type(link.type) if get(t.props, "name") == name), None)
+        linked = [d for d in node_pool.dependencies or [] if d.resource_type == link.type]
+        return linked[0] if len(linked) == 1 else None
+
+    def has_gpus(self, node_pool: PolicyResource) -> bool:
+        """Whether a cloud node pool's instance type has GPUs (raises when that cannot be read)."""
+        return SHAPES[node_pool.resource_type].gpu(self.node_pool_props(node_pool))
 
     def children(self, resource: PolicyResource) -> list[PolicyResource]:
         return [r for r in self.resources if r.parent is not None and r.parent.urn == resource.urn]
@@ -113,6 +149,12 @@ class Graph:
                 claimed.add(node_pool.urn)
             pools.append(Pool(component, node_pool))
         for node_pool in self.of_type(*SHAPES):
-            if node_pool.urn not in claimed and _has_gpus(node_pool):
+            if node_pool.urn not in claimed and self._gpus_or_unknown(node_pool):
                 pools.append(Pool(None, node_pool))
         return pools
+
+    def _gpus_or_unknown(self, node_pool: PolicyResource) -> bool:
+        try:
+            return self.has_gpus(node_pool)
+        except UnknownValueError:
+            return False  # GPU001 reports a pool whose instance type cannot be read

@@ -8,7 +8,7 @@ import yaml
 from pulumi_policy import PolicyResource
 
 from policies.graph import Graph
-from policies.props import get, mapping
+from policies.props import get, items, mapping
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
@@ -21,6 +21,7 @@ PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 SERVICE_MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
 TEAM_COMPONENT = "gpu-platform:tenancy:Team"
 TEAM_LABEL = "gpu-platform.io/team"
+NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 def name(resource: PolicyResource) -> str:
@@ -39,12 +40,34 @@ def spec(resource: PolicyResource) -> Mapping:
     return mapping(get(resource.props, "spec"))
 
 
+def selects(selector: Mapping, labels: Mapping) -> bool:
+    """Kubernetes label selector matching (an empty selector selects everything)."""
+    if any(labels.get(k) != v for k, v in mapping(get(selector, "matchLabels")).items()):
+        return False
+    for expression in items(get(selector, "matchExpressions")):
+        key, operator = get(expression, "key"), get(expression, "operator")
+        values = [str(v) for v in items(get(expression, "values"))]
+        present = key in labels
+        if (operator == "In" and labels.get(key) not in values) or (operator == "NotIn" and labels.get(key) in values) \
+                or (operator == "Exists" and not present) or (operator == "DoesNotExist" and present):
+            return False
+    return True
+
+
 def team_namespaces(graph: Graph) -> dict[str, PolicyResource]:
     """Team namespaces by name: Namespaces labelled as a team's, and those Team components declare."""
     found = {name(ns): ns for ns in graph.of_type(NAMESPACE) if TEAM_LABEL in labels(ns)}
     for team in graph.of_type(TEAM_COMPONENT):
         found.setdefault(str(get(team.props, "namespace", team.name)), team)
     return found
+
+
+def namespace_labels(namespace_name: str, resource: PolicyResource) -> dict:
+    """A team namespace's labels as selectors see them: the Namespace's own (or, for a Team component, the team
+    label it gets) and the name label Kubernetes puts on every namespace."""
+    own = dict(labels(resource)) if resource.resource_type == NAMESPACE else \
+        {TEAM_LABEL: str(get(resource.props, "team", resource.name))}
+    return {**own, NAME_LABEL: namespace_name}
 
 
 def quantity(value: Any) -> float:

@@ -7,25 +7,12 @@ from dataclasses import dataclass
 
 from policies import charts, k8s
 from policies.graph import Graph
+from policies.k8s import selects
 from policies.props import get, items, mapping
 
 PROMETHEUS_COMPONENT = "gpu-platform:observability:Prometheus"
 _SPEC = "prometheus.prometheusSpec"
 _IDENTIFIER = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
-
-
-def selects(selector: Mapping, labels: Mapping) -> bool:
-    """Kubernetes label selector matching (an empty selector selects everything)."""
-    if any(labels.get(k) != v for k, v in mapping(get(selector, "matchLabels")).items()):
-        return False
-    for expression in items(get(selector, "matchExpressions")):
-        key, operator = get(expression, "key"), get(expression, "operator")
-        values = [str(v) for v in items(get(expression, "values"))]
-        present = key in labels
-        if (operator == "In" and labels.get(key) not in values) or (operator == "NotIn" and labels.get(key) in values) \
-                or (operator == "Exists" and not present) or (operator == "DoesNotExist" and present):
-            return False
-    return True
 
 
 @dataclass

@@ -22,6 +22,15 @@ class SecretValueError(UnknownValueError):
         self.message = f"secret value at .{'.'.join(path)} is not readable offline"
 
 
+class Undecidable(UnknownValueError):
+    """A fact a rule needs that the graph does not hold (e.g. a launch template outside the stack): reported
+    like an unknown value, so `--fail-on unknown` can fail on it."""
+
+    def __init__(self, message: str):
+        super().__init__(UNKNOWN_STRING_VALUE, [])
+        self.message = message
+
+
 def get(props: Any, path: str, default: Any = None) -> Any:
     """The value at dotted `path`, or `default` when any step is missing (unknown steps raise)."""
     value = props

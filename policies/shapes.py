@@ -16,6 +16,16 @@ POOL_COMPONENT = "gpu-platform:cluster:GpuNodePool"
 
 
 @dataclass(frozen=True)
+class TemplateLink:
+    """A node pool whose instance type can come from a separate template resource instead of its own field."""
+
+    type: str  # the template's resource type
+    field: str  # the node pool field that names the template
+    instance: str  # the template's instance type field
+    pool_field: str  # the node pool's own instance types field, which the template's value stands in for
+
+
+@dataclass(frozen=True)
 class NodePoolShape:
     """How to read one cloud node pool resource type."""
 
@@ -33,6 +43,18 @@ class NodePoolShape:
     implicit_taints: Callable[[Mapping], list[Taint]] = lambda props: []
     # GPU sharing the cloud itself configures on the pool ("time-slicing", "mps"), if any.
     sharing: Callable[[Mapping], str | None] = lambda props: None
+    template: TemplateLink | None = None
+    # Labels the cloud and the kubelet put on every node of the pool, with the values they can take.
+    node_labels: Callable[[Mapping], dict[str, set[str]]] = lambda props: {}
+
+
+INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+
+
+def instance_type_labels(*types: object) -> dict[str, set[str]]:
+    """The kubelet's instance-type labels, set from the cloud's machine type."""
+    values = {str(t) for t in types if t}
+    return {key: values for key in INSTANCE_TYPE_LABELS}
 
 
 def _api_effect(taint: Taint) -> str:
@@ -40,7 +62,8 @@ def _api_effect(taint: Taint) -> str:
 
 
 # EKS ---------------------------------------------------------------------------------------------------------
-_AWS_GPU_INSTANCE = re.compile(r"^(p\d+[a-z]*|g\d+[a-z]*)(-[a-z0-9]+)?\.")
+# p*/g* families (p5, p4de, g6e, g5g) and gr6 (L4 with more memory per GPU).
+_AWS_GPU_INSTANCE = re.compile(r"^(p\d+[a-z]*|g\d+[a-z]*|gr\d+[a-z]*)(-[a-z0-9]+)?\.")
 
 
 def _eks_ami(props: Mapping) -> str:
@@ -69,6 +92,11 @@ EKS = NodePoolShape(
     labels=lambda p: dict(mapping(get(p, "labels"))),
     spot=lambda p: get(p, "capacityType") == "SPOT",
     cloud_driver=_eks_driver,
+    # With a launch template (custom AMI, capacity blocks) the instance type lives on the template.
+    template=TemplateLink("aws:ec2/launchTemplate:LaunchTemplate", "launchTemplate", "instanceType", "instanceTypes"),
+    node_labels=lambda p: {**instance_type_labels(*items(get(p, "instanceTypes"))),
+                           "eks.amazonaws.com/nodegroup": {str(get(p, "nodeGroupName", ""))},
+                           "eks.amazonaws.com/capacityType": {str(get(p, "capacityType", "ON_DEMAND"))}},
 )
 
 # AKS ---------------------------------------------------------------------------------------------------------
@@ -97,6 +125,9 @@ AKS = NodePoolShape(
     cloud_driver=_aks_driver,
     # AKS taints every spot node itself.
     implicit_taints=lambda p: [_AKS_SPOT_TAINT] if get(p, "scaleSetPriority") == "Spot" else [],
+    node_labels=lambda p: {**instance_type_labels(get(p, "vmSize")),
+                           "kubernetes.azure.com/agentpool": {str(get(p, "agentPoolName", ""))},
+                           "agentpool": {str(get(p, "agentPoolName", ""))}},
 )
 
 # GKE ---------------------------------------------------------------------------------------------------------
@@ -123,6 +154,9 @@ GKE = NodePoolShape(
                                for a in _gke_accelerators(p)),
     sharing=lambda p: next((_GKE_SHARING[s] for a in _gke_accelerators(p)
                             if (s := get(a, "gpuSharingConfig.gpuSharingStrategy")) in _GKE_SHARING), None),
+    node_labels=lambda p: {**instance_type_labels(get(p, "nodeConfig.machineType")),
+                           "cloud.google.com/gke-nodepool": {str(get(p, "name", ""))},
+                           "cloud.google.com/gke-accelerator": {str(get(a, "type", "")) for a in _gke_accelerators(p)}},
 )
 
 # OKE ---------------------------------------------------------------------------------------------------------
@@ -145,6 +179,7 @@ OKE = NodePoolShape(
                        for pc in items(get(p, "nodeConfigDetails.placementConfigs"))),
     # OKE GPU images carry the driver, but an image OCID does not say which image it is.
     cloud_driver=lambda p: None,
+    node_labels=lambda p: instance_type_labels(get(p, "nodeShape")),
 )
 
 SHAPES: dict[str, NodePoolShape] = {

@@ -1,7 +1,9 @@
 """Which teams can place GPU work on which pool, from what the scheduler and quotas in the graph allow.
 
-With Kueue the ClusterQueues decide: a team uses a pool when its queue lists the pool's ResourceFlavor with
-quota, or may borrow it through a cohort. Without Kueue any team namespace whose quota admits the pool's
+With Kueue the ClusterQueues decide: a team uses a pool when a queue its namespace may submit to (the queue's
+namespaceSelector, evaluated on the planned team Namespaces' labels) lists a ResourceFlavor selecting the pool
+(by any node label the pool's nodes carry, instance type included; a flavor without nodeLabels selects every
+pool) with quota, or may borrow it through a cohort. Without Kueue any team namespace whose quota admits the pool's
 resources can use it (taints are tolerated per pod, so nothing else keeps a team off a pool).
 """
 from __future__ import annotations
@@ -14,8 +16,19 @@ from policies.props import get, items, mapping
 
 
 def _flavor_selects(flavor: PolicyResource, pool: Pool) -> bool:
+    # Kueue adds a flavor's nodeLabels as a node selector; without any, admitted pods may land on every pool.
     wanted = mapping(get(flavor.props, "spec.nodeLabels"))
-    return bool(wanted) and all(pool.label(str(k)) == str(v) for k, v in wanted.items())
+    return all(str(v) in pool.label_values(str(k)) for k, v in wanted.items())
+
+
+def queue_tenants(queue: PolicyResource, teams: dict[str, PolicyResource]) -> list[str]:
+    """The team namespaces whose workloads a ClusterQueue admits; the queue itself when it matches none of them
+    (someone outside the planned teams uses it)."""
+    selector = get(queue.props, "spec.namespaceSelector")
+    # Kueue: an absent selector admits no namespace, an empty one admits every namespace.
+    matched = [] if selector is None else [
+        ns for ns, r in teams.items() if k8s.selects(selector, k8s.namespace_labels(ns, r))]
+    return sorted(matched) or [f"queue:{k8s.name(queue)}"]
 
 
 def _queue_uses(queue: PolicyResource, flavors: set[str]) -> bool:
@@ -48,6 +61,7 @@ def pool_teams(graph: Graph, pool: Pool) -> list[str]:
     flavors = {k8s.name(f) for f in graph.of_type(*k8s.RESOURCE_FLAVORS) if _flavor_selects(f, pool)}
     queues = graph.of_type(*k8s.CLUSTER_QUEUES)
     if queues and flavors:
-        return sorted(k8s.name(q) for q in queues if _queue_uses(q, flavors))
+        teams = k8s.team_namespaces(graph)
+        return sorted({t for q in queues if _queue_uses(q, flavors) for t in queue_tenants(q, teams)})
     advertised = list(mapping(pool.declared("advertised"))) or ["nvidia.com/gpu"]
     return sorted(ns for ns in k8s.team_namespaces(graph) if _quota_admits(graph, ns, advertised))

@@ -29,7 +29,7 @@ def test_a_good_exemption_is_active(raw):
 
 
 @pytest.mark.parametrize("change, path, message", [
-    ({"reason": "temporary"}, "policy.exemptions[1].reason", "at least 20 characters; got 9"),
+    ({"reason": "temporary"}, "policy.exemptions[1].reason", "at least 20 characters and 3 different words; got 9 characters"),
     ({"expires": "2026-05-31"}, "policy.exemptions[1].expires", "expired on 2026-05-31"),
     ({"rule": "GPU999"}, "policy.exemptions[1].rule", "unknown rule 'GPU999'"),
     ({"rule": "GPU007"}, "policy.exemptions[1].rule", "GPU007 cannot be exempted"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from policies.rules import RULES
 
 BROKEN = ROOT / "tests" / "broken_stacks"
 REASON = "notebook pool shared until the MIG nodes arrive (CAP-1138)"
+# Within the default maximum lifetime (180 days) of an exemption, whenever the suite runs.
+EXPIRES = (date.today() + timedelta(days=90)).isoformat()
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +25,7 @@ def exempted_stack(tmp_path_factory) -> Path:
     """mps-shared (GPU012 on pool l4-shared) with an exemption waiving that finding."""
     document = yaml.safe_load((BROKEN / "mps-shared.yaml").read_text())
     document["config"]["gpu-platform:policy"] = {"exemptions": [
-        {"rule": "GPU012", "resource": "ml-prod-l4-*", "reason": REASON, "expires": "2099-12-31"}]}
+        {"rule": "GPU012", "resource": "ml-prod-l4-*", "reason": REASON, "expires": EXPIRES}]}
     path = tmp_path_factory.mktemp("stack") / "Pulumi.exempted.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     return path
@@ -45,7 +48,7 @@ def _pool_line(path: Path, pool: str) -> int:
 def test_text_lists_waived_findings_and_exemptions(outputs):
     text = outputs["text"]
     assert "WAIVED GPU012 [medium] ml-prod-l4-shared (gpu-platform:cluster:GpuNodePool)" in text
-    assert f"policy.exemptions[0]: GPU012 'ml-prod-l4-*' until 2099-12-31 (used by 1 finding(s)): {REASON}" in text
+    assert f"policy.exemptions[0]: GPU012 'ml-prod-l4-*' until {EXPIRES} (used by 1 finding(s)): {REASON}" in text
     assert text.rstrip().endswith("-> PASS")
 
 
@@ -71,7 +74,7 @@ def test_sarif_has_rules_located_results_and_suppressions(outputs, exempted_stac
     assert location["region"]["startLine"] == _pool_line(exempted_stack, "l4-shared")
     assert location["artifactLocation"]["uri"].endswith("Pulumi.exempted.yaml")
     assert result["suppressions"] == [{"kind": "external", "status": "accepted",
-                                       "justification": f"policy.exemptions[0] (expires 2099-12-31): {REASON}"}]
+                                       "justification": f"policy.exemptions[0] (expires {EXPIRES}): {REASON}"}]
     assert run["properties"]["exemptions"]["used"][0]["path"] == "policy.exemptions[0]"
 
 
@@ -81,7 +84,7 @@ def test_junit_marks_waived_findings_skipped(outputs):
     assert int(suite.get("tests")) == len(RULES)
     skipped = [c for c in suite.iter("testcase") if c.find("skipped") is not None]
     assert [c.find("skipped").get("message") for c in skipped] == ["waived by policy.exemptions[0]"]
-    assert f"exemption policy.exemptions[0]: GPU012 'ml-prod-l4-*' until 2099-12-31: {REASON}" in \
+    assert f"exemption policy.exemptions[0]: GPU012 'ml-prod-l4-*' until {EXPIRES}: {REASON}" in \
         suite.find("system-out").text
 
 

@@ -118,6 +118,10 @@ def public_endpoint(plan):
     inputs(plan, "aws:eks/cluster:Cluster")["vpcConfig"]["endpointPublicAccess"] = True
 
 
+def unauthorized_dev_endpoint(plan):
+    del inputs(plan, "gcp:container/cluster:Cluster")["masterAuthorizedNetworksConfig"]
+
+
 def idle_alert_removed(plan):
     groups = inputs(plan, RULE_CR, "gpu-monitoring-alerts")["spec"]["groups"]
     inputs(plan, RULE_CR, "gpu-monitoring-alerts")["spec"]["groups"] = [g for g in groups if g["name"] != "gpu-platform.hoarding"]
@@ -130,7 +134,7 @@ FAILING = [
     ("GPU001", "aws-prod", prefer_no_schedule, "effect PreferNoSchedule", "ml-prod-h100-train-nodegroup"),
     ("GPU002", "aws-prod", second_team_on_time_sliced_pool, "2 teams can use it (applied, research)", "ml-prod-l4-notebooks"),
     ("GPU003", "aws-prod", no_research_quota, "'research' has no ResourceQuota capping requests.nvidia.com/gpu", "research-*"),
-    ("GPU003", "aws-prod", mixed_mig_unquoted, "requests.nvidia.com/mig-1g.10gb, requests.nvidia.com/mig-3g.40gb", "*"),
+    ("GPU003", "aws-prod", mixed_mig_unquoted, "requests.nvidia.com/mig-1g.10gb, requests.nvidia.com/mig-3g.40gb", "*-namespace"),
     ("GPU004", "aws-prod", preempting_default, "'gpu-default' has preemptionPolicy PreemptLowerPriority", "priorities-*"),
     ("GPU004", "aws-prod", queue_without_preemption, "'research' sets no preemption.withinClusterQueue", "kueue-queue-research"),
     ("GPU004", "gcp-dev", volcano_queue_unreclaimable, "'alpha' does not set reclaimable", "volcano-queue-alpha"),
@@ -148,6 +152,8 @@ FAILING = [
     ("GPU010", "aws-prod", spot_untainted, "has no spot taint", "ml-prod-l4-notebooks"),
     ("GPU011", "aws-prod", public_endpoint, "exposes its API server to the internet", "ml-prod-eks"),
     ("GPU012", "aws-prod", mps_on_shared_pool, "uses mps and 2 teams can use it", "ml-prod-l4-*"),
+    ("GPU013", "gcp-dev", unauthorized_dev_endpoint, "has a public API endpoint without authorized networks",
+     "ml-dev-gke-*"),
 ]
 
 
@@ -171,7 +177,7 @@ def test_one_changed_field_fails_exactly_that_rule(case):
     # Removing the recording rules also breaks the idle alert built on them.
     assert set(ids(report)) == {rule, *(also[0] if also else ())}
     assert any(expected in f.message for f in report.findings), [f.message for f in report.findings]
-    advisory = rule in ("GPU009", "GPU012")
+    advisory = rule in ("GPU009", "GPU012", "GPU013")
     assert report.exit_code() == (0 if advisory else 1)
 
 
@@ -180,7 +186,7 @@ def test_exemption_waives_the_finding_and_is_listed(case):
     rule, fixture, change, _, glob, *_also = case
     plan = load(fixture)
     change(plan)
-    report = run(plan, rule, exemptions=((rule, glob, LONG_REASON, date(2026, 12, 31)),))
+    report = run(plan, rule, exemptions=((rule, glob, LONG_REASON, date(2026, 9, 30)),))
     assert ids(report) == []
     assert report.waived and all(f.waived_by == "policy.exemptions[0]" for f in report.waived)
     assert {u.rule for u in report.exemptions.used} == {rule}
@@ -190,7 +196,7 @@ def test_exemption_waives_the_finding_and_is_listed(case):
 def test_critical_rule_cannot_be_exempted():
     plan = load("aws-prod")
     two_driver_owners(plan)
-    report = run(plan, "GPU007", exemptions=(("GPU007", "*", LONG_REASON, date(2026, 12, 31)),))
+    report = run(plan, "GPU007", exemptions=(("GPU007", "*", LONG_REASON, date(2026, 9, 30)),))
     assert ids(report) == ["GPU000"] + ["GPU007"] * 3
     assert "GPU007 cannot be exempted" in next(f.message for f in report.findings if f.rule == "GPU000")
     assert report.exemptions.used == []
@@ -208,7 +214,7 @@ def test_an_expired_exemption_is_a_finding_and_waives_nothing():
 # rule, fixture, change making it not applicable, reason
 NOT_APPLICABLE = [
     ("GPU000", "aws-prod", lambda plan: None, "no exemptions declared"),
-    ("GPU001", "aws-prod", lambda plan: None, "EKS pool without GPUs (m6i.2xlarge)"),
+    ("GPU001", "aws-prod", lambda plan: [drop(plan, t) for t in (POOL, NODE_GROUP)], "no GPU node pools"),
     ("GPU002", "aws-prod", "development", "not a production stack"),
     ("GPU003", "aws-prod", lambda plan: [drop(plan, t) for t in ("kubernetes:core/v1:Namespace",
                                                                  "gpu-platform:tenancy:Team")],
@@ -223,6 +229,7 @@ NOT_APPLICABLE = [
     ("GPU010", "aws-prod", lambda plan: None, "not a spot pool"),
     ("GPU011", "aws-prod", "development", "not a production stack"),
     ("GPU012", "aws-prod", lambda plan: None, "no pool uses mps"),
+    ("GPU013", "aws-prod", lambda plan: None, "a production stack: GPU011 holds its endpoint"),
 ]
 
 
@@ -264,6 +271,7 @@ UNKNOWN_AT_PREVIEW = [
     ("GPU010", "aws-prod", _unknown(NODE_GROUP, "ml-prod-l4-notebooks-nodegroup", "capacityType")),
     ("GPU011", "aws-prod", _unknown("aws:eks/cluster:Cluster", None, "vpcConfig")),
     ("GPU012", "aws-prod", _unknown(QUEUE, "kueue-queue-research", "spec", "resourceGroups")),
+    ("GPU013", "gcp-dev", _unknown("gcp:container/cluster:Cluster", None, "masterAuthorizedNetworksConfig")),
 ]
 
 

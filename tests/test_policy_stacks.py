@@ -4,6 +4,7 @@ RULES.md is current, and the pack's chart defaults match the pinned charts."""
 from __future__ import annotations
 
 import json
+from datetime import date, timedelta
 import re
 from pathlib import Path
 
@@ -86,7 +87,8 @@ def test_plan_file_with_exemptions_file(tmp_path):
     plan = _edited_plan(document, tmp_path)
     exemptions = tmp_path / "exemptions.yaml"
     exemptions.write_text(yaml.safe_dump({"exemptions": [
-        {"rule": "GPU001", "resource": "ml-prod-h100-train*", "expires": "2099-01-01",
+        {"rule": "GPU001", "resource": "ml-prod-h100-train*",
+         "expires": (date.today() + timedelta(days=30)).isoformat(),
          "reason": "pool rebuilt with the taint in the next maintenance window (OPS-42)"}]}))
     code, report = check_json(tmp_path, "--plan", str(plan), "--exemptions", str(exemptions))
     assert code == 0

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date
 from typing import Any
 
 from components.catalog.types import InstanceType
+# The policy block is the policy pack's to read and judge; the config carries it as the pack reads it.
+from policies.exemptions import Exemption, Policy  # noqa: F401
 
 CLOUDS = ("aws", "azure", "gcp", "oci")
 ENVIRONMENTS = ("production", "staging", "development")
@@ -188,24 +189,6 @@ class Observability:
     prometheus: Prometheus = field(default_factory=Prometheus)
     slo: Slo = field(default_factory=Slo)
     reclaim: Reclaim = field(default_factory=Reclaim)
-
-
-@dataclass(frozen=True)
-class Exemption:
-    """A reasoned, expiring exception to one policy rule for matching resources."""
-
-    rule: str
-    resource: str
-    reason: str
-    expires: date
-
-
-@dataclass(frozen=True)
-class Policy:
-    """Policy pack settings carried in the stack."""
-
-    exemptions: tuple[Exemption, ...] = ()
-    malformed: tuple = ()  # Problems for exemptions that could not be read; the policy pack reports them
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from datetime import date
 from typing import Any
 
 from components.clouds.profiles import PROFILES, CloudProfile
@@ -11,7 +10,7 @@ from components.config.access import team_group_rules
 from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, Section, join
 from components.config.model import (
-    CLOUDS, ENVIRONMENTS, Cluster, Exemption, NodePool, Observability, PlatformConfig, Policy, Prometheus, Reclaim, Slo,
+    CLOUDS, ENVIRONMENTS, Cluster, NodePool, Observability, PlatformConfig, Policy, Prometheus, Reclaim, Slo,
 )
 from components.config.pools import (
     cloud_pool_checks, one_gpu_operator, read_pools, scale_from_zero_warnings, spot_warnings,
@@ -20,6 +19,8 @@ from components.config.teams import (
     read_scheduler, read_teams, reclaim_opt_ins, team_principal_checks, team_quota_rules,
 )
 from components.config.zonal import per_zone_start_checks
+from policies.exemptions import POLICY_KEYS
+from policies.exemptions import read_policy as read_exemption_policy
 
 TOP_KEYS = ("cloud", "environment", "cluster", "gpuPools", "scheduler", "teams", "observability", "policy")
 _K8S_VERSION = re.compile(r"1\.\d{2}")
@@ -201,27 +202,14 @@ def _reclaim(raw: Any, path: str, problems: Problems) -> Reclaim:
 
 
 def read_policy(raw: Any, problems: Problems) -> Policy:
-    """Exemptions are checked by the policy pack (a bad one is a finding there), so only their shape is read here."""
-    sec = Section(raw, "policy", problems, ("exemptions",))
-    exemptions = []
-    malformed = []
-    for i, item in enumerate(sec.list("exemptions")):
-        path = join("policy.exemptions", i)
-        local = Problems()
-        ex = Section(item, path, local, ("rule", "resource", "reason", "expires"))
-        rule, resource, reason = ex.str("rule"), ex.str("resource"), ex.str("reason")
-        expires = ex.value("expires")
-        if isinstance(expires, str):
-            try:
-                expires = date.fromisoformat(expires)
-            except ValueError:
-                local.add(ex.at("expires"), f"must be a date YYYY-MM-DD; got {expires!r}")
-        elif expires is not None and not isinstance(expires, date):
-            local.add(ex.at("expires"), f"must be a date YYYY-MM-DD; got {expires!r}")
-        if local.errors:
-            malformed.extend(local.errors)
-        else:
-            exemptions.append(Exemption(rule=rule, resource=resource, reason=reason, expires=expires))
-    return Policy(exemptions=tuple(exemptions), malformed=tuple(malformed))
+    """The policy pack reads and judges exemptions (a bad one is a GPU000 finding there); only the block's keys
+    are checked here."""
+    Section(raw, "policy", problems, POLICY_KEYS)
+    policy = read_exemption_policy(raw)
+    # A bad lifetime setting is the stack's error, not one exemption's: refuse the stack (exit 2).
+    for problem in policy.malformed:
+        if problem.path == "policy.maxExemptionDays":
+            problems.add(problem.path, problem.message)
+    return policy
 
 

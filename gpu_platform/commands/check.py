@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from gpu_platform.cli import UsageError, add_stack_arguments, write_output
-from gpu_platform.policy.findings import SEVERITIES
+from gpu_platform.policy.findings import FAIL_ON
 from gpu_platform.policy.output import FORMATS
 
 
@@ -22,8 +22,9 @@ def add_parser(subparsers) -> None:
                         help="with --plan: exemptions YAML/JSON (a list, or {exemptions: [...]})")
     parser.add_argument("--format", choices=FORMATS, default="text")
     parser.add_argument("--out", help="write to FILE instead of standard output")
-    parser.add_argument("--fail-on", choices=SEVERITIES, default=None,
-                        help="fail on findings of this severity or higher (default: on mandatory findings)")
+    parser.add_argument("--fail-on", choices=FAIL_ON, default=None,
+                        help="fail on findings of this severity or higher (default: on mandatory findings); "
+                             "`unknown`: on mandatory findings and on mandatory rules that cannot decide")
 
 
 def run(args) -> int:

@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 from gpu_platform.policy.exemptions import Exemptions
 
 SEVERITIES = ("low", "medium", "high", "critical")
+# `--fail-on unknown`: mandatory findings fail, and so does a mandatory rule that could not decide.
+UNKNOWN = "unknown"
+FAIL_ON = (*SEVERITIES, UNKNOWN)
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class Finding:
         """Whether this finding fails the check: mandatory ones by default, else by severity threshold."""
         if self.waived_by:
             return False
-        if fail_on is None:
+        if fail_on in (None, UNKNOWN):
             return self.enforcement == "mandatory"
         return SEVERITIES.index(self.severity) >= SEVERITIES.index(fail_on)
 
@@ -49,6 +52,11 @@ class Note:
     kind: str  # not-applicable | unknown
     reason: str
     urn: str = ""
+    enforcement: str = "mandatory"
+
+    def fails(self, fail_on: str | None) -> bool:
+        """An undecided mandatory rule fails only under `--fail-on unknown`; otherwise it is a warning."""
+        return fail_on == UNKNOWN and self.kind == "unknown" and self.enforcement == "mandatory"
 
 
 @dataclass
@@ -73,5 +81,9 @@ class Report:
     def waived(self) -> list[Finding]:
         return [f for f in self.findings if f.waived_by]
 
+    def undecided(self, fail_on: str | None = None) -> list[Note]:
+        """Rules that could not decide and fail the check under `fail_on`."""
+        return [n for n in self.notes if n.fails(fail_on)]
+
     def exit_code(self, fail_on: str | None = None) -> int:
-        return 1 if self.failing(fail_on) else 0
+        return 1 if self.failing(fail_on) or self.undecided(fail_on) else 0

@@ -95,9 +95,9 @@ def _guarded(rule: Rule, report: Report, urn: str, call) -> None:
     try:
         _run(call())
     except UnknownValueError as exc:
-        report.notes.append(Note(rule.id, "unknown", exc.message, urn))
+        report.notes.append(Note(rule.id, "unknown", exc.message, urn, rule.enforcement.value))
     except _NotApplicableError as exc:
-        report.notes.append(Note(rule.id, "not-applicable", exc.reason or "", urn))
+        report.notes.append(Note(rule.id, "not-applicable", exc.reason or "", urn, rule.enforcement.value))
 
 
 def _finding(rule: Rule, message: str, urn: str, target: PolicyResource | None, waived_by: str = "") -> Finding:

@@ -5,8 +5,8 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
 from policies import context
 from policies.graph import Graph
+from policies.exemptions import DEFAULT_MAX_DAYS, MAX_DAYS_CEILING, MIN_REASON, MIN_WORDS
 from policies.rule import Report, stack_rule
-from gpu_platform.policy.exemptions import MIN_REASON
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
@@ -22,12 +22,17 @@ RULE = stack_rule(
     title="Policy exemptions are well formed, reasoned, unexpired and never waive a critical rule",
     rationale=(f"An exemption (`gpu-platform:policy.exemptions`) waives one rule for the resources its name or "
                f"glob matches, until its expiry date. One that cannot be read, gives a reason shorter than "
-               f"{MIN_REASON} characters, has expired, names an unknown rule or a critical one is not applied, and "
-               "is reported here so it is fixed rather than silently ignored. This rule itself cannot be exempted."),
+               f"{MIN_REASON} characters or {MIN_WORDS} different words (invisible characters do not count), "
+               f"expires more than `policy.maxExemptionDays` (default {DEFAULT_MAX_DAYS}, at most "
+               f"{MAX_DAYS_CEILING}) days ahead or has expired, matches every resource (`*`), names an unknown "
+               "rule or a critical one is not applied, and is reported here so it is fixed rather than silently "
+               "ignored. This rule itself cannot be exempted."),
     severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,
     remediation=(
-        "Give every exemption `rule` (a GPU0NN id), `resource` (a Pulumi resource name or glob), `reason` "
-        f"(at least {MIN_REASON} characters: why, and who owns the follow-up) and `expires` (YYYY-MM-DD).",
+        "Give every exemption `rule` (a GPU0NN id), `resource` (a Pulumi resource name or a glob naming some "
+        f"resources, never `*` alone), `reason` (at least {MIN_REASON} characters and {MIN_WORDS} words: why, and "
+        f"who owns the follow-up) and `expires` (YYYY-MM-DD, at most {DEFAULT_MAX_DAYS} days ahead unless "
+        "`policy.maxExemptionDays` says otherwise).",
         "Renew an expired exemption only with a new reason and date, or fix the finding and delete it.",
         "Critical rules (GPU007) cannot be exempted: fix the resource.",
     ),

@@ -1,10 +1,11 @@
 """GPU001: every GPU node pool carries a NoSchedule GPU taint, on the component and on each cloud's resource."""
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationArgs, Severity
+from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
+from policies.graph import Graph
 from policies.props import get, items, mapping, parent_types
-from policies.rule import Report, resource_rule
+from policies.rule import Pending, Report, stack_rule
 from policies.shapes import POOL_COMPONENT, SHAPES, NodePoolShape
 from policies.taints import GPU_TAINT_KEY, Taint, taint_from_map
 
@@ -24,34 +25,49 @@ def _missing(taints: list[Taint]) -> str | None:
     return f"it has no {GPU_TAINT_KEY} taint" + (f" (taints: {', '.join(map(str, taints))})" if taints else "")
 
 
-def _check_cloud(args: ResourceValidationArgs, report: Report, shape: NodePoolShape, props, where: str = "") -> None:
-    under_component = POOL_COMPONENT in parent_types(args.urn)
-    if not under_component and not shape.gpu(props):
-        return
+def _cloud_problem(shape: NodePoolShape, props, where: str = "") -> str | None:
     problem = _missing(shape.taints(props))
     if problem:
-        report(f"{shape.service} GPU pool {where}({shape.instance(props)}): {problem}; nothing keeps CPU pods "
-               f"off these GPUs. Add {shape.spelling(WANTED)} to {shape.taint_field}.")
+        return (f"{shape.service} GPU pool {where}({shape.instance(props)}): {problem}; nothing keeps CPU pods off "
+                f"these GPUs. Add {shape.spelling(WANTED)} to {shape.taint_field}.")
+    return None
 
 
-def check(args: ResourceValidationArgs, report: Report) -> None:
-    if args.resource_type == POOL_COMPONENT:
-        problem = _missing([taint_from_map(t) for t in items(get(args.props, "taints"))])
-        if problem:
-            report(f"GPU pool {get(args.props, 'poolName', args.name)!r}: {problem}.")
-        return
-    if args.resource_type in INLINE:
-        field, shape_type = INLINE[args.resource_type]
-        for profile in items(get(args.props, field)):
-            _check_cloud(args, report, SHAPES[shape_type], mapping(profile), f"profile {get(profile, 'name', '?')!r} ")
-        return
-    shape = SHAPES[args.resource_type]
-    if POOL_COMPONENT not in parent_types(args.urn) and not shape.gpu(args.props):
-        args.not_applicable(f"{shape.service} pool without GPUs ({shape.instance(args.props)})")
-    _check_cloud(args, report, shape, args.props)
+def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
+    pending = Pending()
+    checked = 0
+    for component in graph.of_type(POOL_COMPONENT):
+        with pending.each():
+            checked += 1
+            problem = _missing([taint_from_map(t) for t in items(get(component.props, "taints"))])
+            if problem:
+                report(f"GPU pool {get(component.props, 'poolName', component.name)!r}: {problem}.", component.urn)
+    for node_pool in graph.of_type(*SHAPES):
+        with pending.each():
+            shape = SHAPES[node_pool.resource_type]
+            # Unknown taints or an unreadable template raise here: a "cannot decide" note, never a silent pass.
+            props = graph.node_pool_props(node_pool)
+            if POOL_COMPONENT not in parent_types(node_pool.urn) and not shape.gpu(props):
+                continue
+            checked += 1
+            if problem := _cloud_problem(shape, props):
+                report(problem, node_pool.urn)
+    for cluster in graph.of_type(*INLINE):
+        field, shape_type = INLINE[cluster.resource_type]
+        for profile in items(get(cluster.props, field)):
+            with pending.each():
+                shape = SHAPES[shape_type]
+                if not shape.gpu(mapping(profile)):
+                    continue
+                checked += 1
+                if problem := _cloud_problem(shape, mapping(profile), f"profile {get(profile, 'name', '?')!r} "):
+                    report(problem, cluster.urn)
+    pending.finish()
+    if not checked:
+        args.not_applicable("no GPU node pools")
 
 
-RULE = resource_rule(
+RULE = stack_rule(
     id="GPU001", slug="gpu-pool-noschedule-taint",
     title="Every GPU node pool carries a NoSchedule GPU taint",
     rationale=("Without a NoSchedule taint, the scheduler packs ordinary pods onto GPU nodes: GPUs sit behind "
@@ -59,7 +75,11 @@ RULE = resource_rule(
                "check reads the GpuNodePool component and each cloud's own spelling: EKS `taints` "
                "(`NO_SCHEDULE`), AKS `nodeTaints` (`key=value:NoSchedule`), GKE `nodeConfig.taints` "
                "(`NO_SCHEDULE`) and OKE's kubelet `--register-with-taints` inside the base64 cloud-init "
-               "(`nodeMetadata.user_data`), since OKE node pools have no taint field. NoExecute also passes."),
+               "(`nodeMetadata.user_data`), since OKE node pools have no taint field: only the flag passed to OKE's "
+               "init script on a line cloud-init executes counts, not a comment or echoed text. A node pool "
+               "outside the component is a GPU pool when its instance type is, including an EKS node group whose "
+               "launch template sets it; a pool whose taints or template cannot be read is reported as "
+               "undecided (a failure with `--fail-on unknown`). NoExecute also passes."),
     severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,
     remediation=(
         "Pools made from `gpu-platform:gpuPools` always get `nvidia.com/gpu=present:NoSchedule`; if this "
@@ -70,6 +90,5 @@ RULE = resource_rule(
         "toleration automatically where the ExtendedResourceToleration admission plugin runs).",
     ),
     config_key="gpuPools",
-    types=(POOL_COMPONENT, *SHAPES, *INLINE),
     check=check,
 )

@@ -3,39 +3,17 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
-from policies import context
 from policies.graph import Graph
-from policies.rule import Pending, Report, stack_rule
-from policies.sharing import sharing_modes
-from policies.tenancy import pool_teams
+from policies.rule import Report, stack_rule
+from policies.shared_pools import report_shared_pools
 
 MODE = "time-slicing"
 
 
-def shared_pools(args: StackValidationArgs, graph: Graph, report: Report, mode: str, advice: str) -> None:
-    """Report each production pool shared with `mode` that more than one team can use (GPU002, GPU012)."""
-    if not context.production(any(r.opts.protect for r in graph.resources)):
-        args.not_applicable("not a production stack")
-    pending = Pending()
-    checked = 0
-    for pool in graph.pools():
-        with pending.each():
-            if mode not in sharing_modes(graph, pool):
-                continue
-            checked += 1
-            teams = pool_teams(graph, pool)
-            if len(teams) > 1:
-                report(f"pool {pool.name!r} uses {mode} and {len(teams)} teams can use it ({', '.join(teams)}): "
-                       f"{advice}", pool.resource.urn)
-    pending.finish()
-    if not checked:
-        args.not_applicable(f"no pool uses {mode}")
-
-
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
-    shared_pools(args, graph, report, MODE,
-                 "time-slicing has no memory or fault isolation, so one team's OOM or hang hits the others; "
-                 "use MIG for multi-tenant production inference, or give the pool to one team")
+    report_shared_pools(args, graph, report, MODE,
+                        "time-slicing has no memory or fault isolation, so one team's OOM or hang hits the others; "
+                        "use MIG for multi-tenant production inference, or give the pool to one team")
 
 
 RULE = stack_rule(

@@ -14,10 +14,20 @@ VOLCANO_CONFIG = "custom.scheduler_config_override"
 # The volcano chart's own scheduler conf (v1.15.1) enables gang in its first tier.
 VOLCANO_DEFAULT_PLUGINS = {"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion",
                            "nodeorder", "binpack"}
+# Kueue's defaults when the Configuration leaves them out (v0.19): every namespace but Kueue's and the system's,
+# and plain Jobs only.
+KUEUE_DEFAULT_NAMESPACES = {"matchExpressions": [{"key": k8s.NAME_LABEL, "operator": "NotIn",
+                                                  "values": ["kube-system", "kueue-system"]}]}
+KUEUE_DEFAULT_FRAMEWORKS = ["batch/job"]
+# Integrations that run batch (training) jobs; pods, deployments, statefulsets, LWS and Ray clusters alone
+# manage no job.
+JOB_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/", "trainer.kubeflow.org/trainjob",
+                  "ray.io/rayjob")
 
 
-def kueue_gang(config) -> str | None:
-    """Why this Kueue Configuration does not gang-admit every GPU job, or None when it does."""
+def kueue_gang(config, teams: dict | None = None) -> str | None:
+    """Why this Kueue Configuration does not gang-admit every GPU job of the team namespaces, or None when it
+    does."""
     if not isinstance(config, dict):
         return f"values.{KUEUE_CONFIG} is not set, so the chart's configuration (no waitForPodsReady) applies"
     wait = mapping(get(config, "waitForPodsReady"))
@@ -28,6 +38,15 @@ def kueue_gang(config) -> str | None:
         return "waitForPodsReady is off, so a partly started job holds its GPUs while the rest wait (kueue#2796)"
     if get(config, "manageJobsWithoutQueueName") is not True:
         return "manageJobsWithoutQueueName is not true, so a job without a queue label bypasses Kueue"
+    frameworks = [str(f) for f in items(get(config, "integrations.frameworks", KUEUE_DEFAULT_FRAMEWORKS))]
+    if not any(f.startswith(JOB_FRAMEWORKS) for f in frameworks):
+        return (f"integrations.frameworks ({', '.join(frameworks) or 'none'}) manages no job framework, so "
+                "training jobs are never queued or gang-admitted")
+    selector = get(config, "managedJobsNamespaceSelector", KUEUE_DEFAULT_NAMESPACES)
+    unmanaged = sorted(ns for ns, r in (teams or {}).items() if not k8s.selects(selector, k8s.namespace_labels(ns, r)))
+    if unmanaged:
+        return (f"managedJobsNamespaceSelector does not select team namespace(s) {', '.join(unmanaged)}, so their "
+                "jobs without a queue label bypass Kueue")
     return None
 
 
@@ -58,7 +77,7 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
         report(f"training pools {names} have no gang scheduler: neither a Kueue nor a Volcano release is in the "
                "stack, so distributed jobs start piecemeal and deadlock on GPUs")
     for release in kueue:
-        problem = kueue_gang(k8s.yaml_text(get(release.values, KUEUE_CONFIG)))
+        problem = kueue_gang(k8s.yaml_text(get(release.values, KUEUE_CONFIG)), k8s.team_namespaces(graph))
         if problem:
             report(f"training pools {names}: Kueue release {release.resource.name!r}: {problem}",
                    release.resource.urn)
@@ -75,14 +94,18 @@ RULE = stack_rule(
     rationale=("A distributed training job needs all its workers at once. Admitted pod by pod, two jobs each "
                "get half their GPUs and wait forever, holding them. Kueue admits all-or-nothing with "
                "`waitForPodsReady` (in v1beta2 its presence, with a timeout, enables it; v1beta1 needs "
-               "`enable: true`) and must manage jobs without a queue label too, or they bypass it; Volcano needs "
+               "`enable: true`) and must manage jobs without a queue label too, in every team namespace "
+               "(`managedJobsNamespaceSelector`), for at least one job framework (`integrations.frameworks`), or "
+               "they bypass it; Volcano needs "
                "its gang plugin. Checked from the Kueue release's manager configuration and the Volcano release's "
                "scheduler configuration."),
     severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,
     remediation=(
         "Set `gpu-platform:scheduler.gang.enabled: true` (the default) with a timeout.",
         "With your own Kueue configuration: add `waitForPodsReady: {timeout: 10m}` and "
-        "`manageJobsWithoutQueueName: true`; with Volcano keep `gang` in the first tier's plugins.",
+        "`manageJobsWithoutQueueName: true`, keep the job frameworks your teams use in `integrations.frameworks` "
+        "and every team namespace in `managedJobsNamespaceSelector`; with Volcano keep `gang` in the first tier's "
+        "plugins.",
     ),
     config_key="scheduler",
     check=check,

@@ -5,13 +5,13 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
 from policies.graph import Graph
 from policies.rule import Report, stack_rule
-from policies.rules.gpu002_no_multi_tenant_time_slicing import shared_pools
+from policies.shared_pools import report_shared_pools
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
-    shared_pools(args, graph, report, "mps",
-                 "MPS isolates memory but not faults, and DCGM cannot attribute its metrics to pods; prefer MIG "
-                 "for multi-tenant production inference")
+    report_shared_pools(args, graph, report, "mps",
+                        "MPS isolates memory but not faults, and DCGM cannot attribute its metrics to pods; prefer MIG "
+                        "for multi-tenant production inference")
 
 
 RULE = stack_rule(

@@ -40,9 +40,10 @@ def render(report: Report, rules: Sequence[Rule], fail_on: str | None) -> str:
             lines.append(f"  {path}: {ex.rule} {ex.resource!r} until {ex.expires.isoformat()} ({state}): {ex.reason}")
     unknown = [n for n in report.notes if n.kind == "unknown"]
     for note in unknown:
-        lines.append(f"SKIPPED {note.rule} {note.urn or 'stack'}: {note.reason}")
-    failing = report.failing(fail_on)
-    lines.append(f"{len(failing)} failing, {len(report.active) - len(failing)} warning(s), "
-                 f"{len(report.waived)} waived, {len(unknown)} skipped "
-                 f"(fail on: {fail_on or 'mandatory findings'}) -> {'FAIL' if failing else 'PASS'}")
+        status = "FAIL" if note.fails(fail_on) else "WARN"
+        lines.append(f"{status} {note.rule} cannot decide ({note.enforcement}) {note.urn or 'stack'}: {note.reason}")
+    failing, undecided = report.failing(fail_on), report.undecided(fail_on)
+    lines.append(f"{len(failing) + len(undecided)} failing, {len(report.active) - len(failing)} warning(s), "
+                 f"{len(report.waived)} waived, {len(unknown)} undecided "
+                 f"(fail on: {fail_on or 'mandatory findings'}) -> {'FAIL' if report.exit_code(fail_on) else 'PASS'}")
     return "\n".join(lines)

@@ -1,0 +1,47 @@
+"""GPU013: a public cluster API endpoint answers only authorized networks (outside production, which is GPU011's)."""
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
+
+from policies import context
+from policies.endpoints import CLUSTERS, OPEN_SHARE, endpoint, exposure
+from policies.graph import Graph
+from policies.rule import Pending, Report, stack_rule
+
+
+def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
+    if not graph.of_type(*CLUSTERS):
+        args.not_applicable("no cluster in the stack")
+    if context.production(graph.resources):
+        args.not_applicable("a production stack: GPU011 holds its endpoint")
+    pending = Pending()
+    for cluster in graph.of_type(*CLUSTERS):
+        with pending.each():
+            api = endpoint(cluster, graph)
+            if problem := exposure(api):
+                report(f"{api.service} cluster {cluster.name!r} has a public API endpoint without authorized "
+                       f"networks: {problem}. Limit {api.allow_field} to the networks that administer it, or "
+                       f"set {api.private_field}.", cluster.urn)
+    pending.finish()
+
+
+RULE = stack_rule(
+    id="GPU013", slug="public-endpoint-restricted",
+    title="A public cluster API endpoint answers only authorized networks",
+    rationale=("Development and staging clusters hold the same cloud credentials and GPU quota as production, and "
+               "an API server open to the internet is scanned within minutes of creation. Every cloud can limit "
+               "the public endpoint: EKS `vpcConfig.publicAccessCidrs`, AKS "
+               "`apiServerAccessProfile.authorizedIPRanges`, GKE `masterAuthorizedNetworksConfig.cidrBlocks` "
+               "(without `gcpPublicCidrsAccessEnabled`), OKE the endpoint's NSGs (`endpointConfig.nsgIds`) and "
+               "their ingress rules. The allow-list is measured as in GPU011 (more than "
+               f"1/{OPEN_SHARE.denominator} of an address family is open). Production stacks are GPU011's "
+               "(mandatory); this rule is advisory so existing development stacks are told before they are "
+               "blocked."),
+    severity=Severity.MEDIUM, enforcement=EnforcementLevel.ADVISORY,
+    remediation=(
+        "List the networks that administer the cluster in `cluster.authorizedNetworks` (office, VPN, CI egress).",
+        "Or make the endpoint private (`cluster.privateEndpoint: true`) and reach it through the VPC.",
+    ),
+    config_key="cluster",
+    check=check,
+)
