@@ -16,6 +16,7 @@ DRIVER_OWNERS = ("managed", "operator")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 SCHEDULERS = ("kueue", "volcano")
 PRIORITIES = ("critical", "high", "normal", "low")
+EGRESS = ("internet", "none")  # what a team's pods may reach beyond the cluster (teams[].egress)
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_VALUE = "present"
@@ -147,6 +148,7 @@ class Team:
     priority: str = "normal"
     groups: tuple[str, ...] = ()
     reclaim: bool = False  # the reclaimer may take back this team's idle GPUs (observability.reclaim)
+    egress: str = "internet"  # public addresses only, or nothing outside the cluster but DNS
 
 
 @dataclass(frozen=True)

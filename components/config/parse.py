@@ -14,7 +14,9 @@ from components.config.model import (
 from components.config.pools import (
     cloud_pool_checks, one_gpu_operator, read_pools, scale_from_zero_warnings, spot_warnings,
 )
-from components.config.teams import read_scheduler, read_teams, reclaim_opt_ins, team_quota_rules
+from components.config.teams import (
+    platform_namespaces_apart, read_scheduler, read_teams, reclaim_opt_ins, team_quota_rules,
+)
 
 TOP_KEYS = ("cloud", "environment", "cluster", "gpuPools", "scheduler", "teams", "observability", "policy")
 _K8S_VERSION = re.compile(r"1\.\d{2}")
@@ -40,6 +42,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     observability = _observability(top.value("observability", {}), problems)
     policy = read_policy(top.value("policy", {}), problems)
     reclaim_opt_ins(top.value("teams", []), teams, observability, problems)
+    platform_namespaces_apart(teams, observability, problems)
     one_gpu_operator(pool_items, pools, prof, problems)
     if prof and cluster:
         cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)

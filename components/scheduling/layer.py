@@ -6,6 +6,7 @@ from components.scheduling import volcano
 from components.scheduling.kueue import LOCAL_QUEUE, Kueue
 from components.scheduling.priorities import Priorities
 from components.scheduling.volcano import Volcano
+from components.tenancy.pool_admission import GpuPoolAdmission
 from components.tenancy.team import PRIORITY_LABEL, TEAM_LABEL, Team
 
 
@@ -20,6 +21,7 @@ def install(ctx: Context) -> None:
         for team in config.teams
     }
     Priorities("priorities", TEAM_LABEL, PRIORITY_LABEL, opts=ctx.k8s_opts())
+    GpuPoolAdmission("gpu-pools", config, TEAM_LABEL, opts=ctx.k8s_opts())
     if kind == "kueue":
         scheduler = Kueue("kueue", config, {name: t.namespace.metadata.name for name, t in teams.items()},
                           opts=ctx.k8s_opts())

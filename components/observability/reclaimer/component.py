@@ -10,6 +10,7 @@ import pulumi_kubernetes.meta.v1 as meta
 import pulumi_kubernetes.rbac.v1 as rbac
 
 from components.config.model import PlatformConfig
+from components.tenancy.isolation import pod_security_labels
 from components.observability.reclaimer.job import ALERT, KUEUE_API, VOLCANO_BUS_API, VOLCANO_JOB_API
 
 NAMESPACE = "gpu-platform-system"
@@ -70,7 +71,10 @@ class Reclaimer(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, {"namespace": NAMESPACE, "schedule": reclaim.schedule,
                                            "dryRun": reclaim.dry_run, "teams": teams, "image": IMAGE}, opts)
         child = pulumi.ResourceOptions(parent=self)
-        namespace = core.Namespace(f"{name}-namespace", metadata=meta.ObjectMetaArgs(name=NAMESPACE), opts=child)
+        # Its one pod already meets `restricted`: enforce it, so nothing weaker can ever run next to its token.
+        namespace = core.Namespace(f"{name}-namespace", metadata=meta.ObjectMetaArgs(
+            name=NAMESPACE, labels=pod_security_labels(config.cluster.kubernetes_version, enforce="restricted")),
+            opts=child)
         ns = namespace.metadata.name
         account = core.ServiceAccount(f"{name}-account", metadata=meta.ObjectMetaArgs(name=NAME, namespace=ns),
                                       opts=child)
