@@ -20,6 +20,8 @@ def install(ctx: Context) -> None:
                         opts=ctx.k8s_opts())
         for team in config.teams
     }
+    for name, team in teams.items():
+        ctx.handles[f"namespace/{name}"] = team.namespace  # where later layers bind roles in a team's namespace
     Priorities("priorities", TEAM_LABEL, PRIORITY_LABEL, opts=ctx.k8s_opts())
     GpuPoolAdmission("gpu-pools", config, TEAM_LABEL, opts=ctx.k8s_opts())
     if kind == "kueue":
