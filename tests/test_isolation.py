@@ -12,7 +12,7 @@ import yaml
 from components.config import validate
 from components.scheduling.kueue import FRAMEWORKS
 from components.scheduling.priorities import CEILING_POLICY, TEMPLATE_PRIORITY_PATHS, uses_forbidden
-from components.tenancy.isolation import PRIVATE_V4, network_policies
+from components.tenancy.isolation import PRIVATE_V4, network_policies, team_pod_security
 from components.tenancy.pool_admission import POLICY as POOL_POLICY, team_pools
 from conftest import STACKS, upstream
 from gpu_platform.engine import plan_stack
@@ -53,7 +53,6 @@ def test_team_namespaces_enforce_baseline_and_audit_restricted_at_the_cluster_mi
 
 
 def test_pod_security_version_follows_the_cluster_version(raw):
-    from components.tenancy.isolation import team_pod_security
     raw["cluster"]["kubernetesVersion"] = "1.32"
     labels = team_pod_security(validate(raw))
     assert {labels[f"{PSA}/{mode}-version"] for mode in ("enforce", "audit", "warn")} == {"v1.32"}
@@ -90,7 +89,8 @@ def test_team_namespaces_deny_by_default_and_allow_only_what_is_listed(stack):
                     "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
             "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}]
         same = policies[f"{name}/allow-same-namespace"]["spec"]
-        assert same["ingress"] == [{"from": [{"podSelector": {}}]}] and same["egress"] == [{"to": [{"podSelector": {}}]}]
+        assert same["ingress"] == [{"from": [{"podSelector": {}}]}]
+        assert same["egress"] == [{"to": [{"podSelector": {}}]}]
         scrape = policies[f"{name}/allow-prometheus-scrape"]["spec"]
         assert scrape["ingress"] == [{"from": [{"namespaceSelector": {"matchLabels": {
             "kubernetes.io/metadata.name": prometheus}}}]}] and scrape["policyTypes"] == ["Ingress"]
@@ -127,7 +127,8 @@ def test_scrape_allowance_follows_the_configured_prometheus_namespace(raw):
     raw["observability"] = {"prometheus": {"namespace": "obs"}}
     config = validate(raw)
     scrape = network_policies(config, config.teams[0])["allow-prometheus-scrape"]
-    assert scrape["ingress"][0]["from"][0]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "obs"}}
+    assert scrape["ingress"][0]["from"][0]["namespaceSelector"] == {
+        "matchLabels": {"kubernetes.io/metadata.name": "obs"}}
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -171,8 +172,12 @@ def test_gpu_pods_must_be_gated_or_pinned_to_their_teams_pools(kind):
     assert variables["gated"] == "has(object.spec.schedulingGates) && size(object.spec.schedulingGates) > 0"
     assert variables["pool"] == ('has(object.spec.nodeSelector) && "gpu-platform.io/pool" in object.spec.nodeSelector'
                                  ' ? object.spec.nodeSelector["gpu-platform.io/pool"] : ""')
+    # Checked when the pod becomes schedulable: created ungated, or its last scheduling gate removed.
+    assert variables["becomesSchedulable"] == ('request.operation == "CREATE" || (has(oldObject.spec.schedulingGates) '
+                                               "&& size(oldObject.spec.schedulingGates) > 0)")
     (rule,) = spec["validations"]
-    assert rule["expression"] == "!variables.gpu || variables.gated || variables.pool in variables.pools"
+    assert rule["expression"] == ("!variables.gpu || variables.gated || !variables.becomesSchedulable || "
+                                  "variables.pool in variables.pools")
     assert rule["reason"] == "Forbidden" and "teams[].quotas" in rule["message"]
 
 

@@ -266,7 +266,8 @@ def volcano_cluster(phase: str) -> dict[tuple[str, str], tuple[int, Any]]:
 
 
 def test_volcano_jobs_are_aborted_through_a_bus_command():
-    prom = {("GET", "/api/v1/query"): (200, alerts(("alpha", "train-worker-0", "uid-w0"), ("alpha", "loose", "uid-loose")))}
+    prom = {("GET", "/api/v1/query"): (200, alerts(("alpha", "train-worker-0", "uid-w0"),
+                                                   ("alpha", "loose", "uid-loose")))}
     code, out, err, _, api = run(prom, volcano_cluster("Running"), scheduler="volcano", dry_run=False)
     assert (code, err) == (0, "")
     command, event = [r["body"] for r in api.writes()]
@@ -306,6 +307,7 @@ def test_settings_default_to_a_dry_run(service_account):
         "https://10.0.0.1:443", "sa-token", True, "GPUIdleAllocated")
     assert settings.ca_file == str(service_account / "ca.crt")
     assert settings.namespaces == ("a", "b")
+    assert job.Settings.from_env({**ENV, "RECLAIM_NAMESPACES": ""}, str(service_account)).namespaces == ()
     for value, dry in (("false", False), (" False ", False), ("true", True), ("no", True), ("", True)):
         assert job.Settings.from_env({**ENV, "RECLAIM_DRY_RUN": value}, str(service_account)).dry_run is dry
     assert job.Settings.from_env({**ENV, "KUBERNETES_SERVICE_HOST": "fd00::1"},

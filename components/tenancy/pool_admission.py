@@ -7,8 +7,8 @@ per flavor) and writes the flavor's `gpu-platform.io/pool` nodeSelector into eve
 pod that reaches the scheduler without Kueue. This ValidatingAdmissionPolicy closes it: in a team namespace, a pod
 requesting any `nvidia.com/*` resource must either still be held by a scheduling gate (Kueue's pod integration
 gates pods until it admits them, and nothing schedules a gated pod) or carry a `gpu-platform.io/pool` nodeSelector
-naming one of the team's pools (`teams[].quotas`). The kubelet re-checks the nodeSelector, so `spec.nodeName`
-does not escape it either.
+naming one of the team's pools (`teams[].quotas`). It is checked when a pod becomes schedulable (created ungated,
+or its last gate removed); the kubelet re-checks the nodeSelector, so `spec.nodeName` does not escape it either.
 
 Why not per-pool resource names (device-plugin renaming): the device plugin renames only shared (time-sliced or
 MPS) resources, and renamed resources break every job spec and chart that asks for `nvidia.com/gpu`.
@@ -53,6 +53,11 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
         {"name": "gpu", "expression": f"variables.containers.exists(c, has(c.resources) && "
                                       f"({asks_gpu('limits')} || {asks_gpu('requests')}))"},
         {"name": "gated", "expression": "has(object.spec.schedulingGates) && size(object.spec.schedulingGates) > 0"},
+        # A pod becomes schedulable at creation or when its last gate is removed; an ungated pod's nodeSelector is
+        # immutable, so later updates (labels, annotations) of running pods have nothing new to check.
+        {"name": "becomesSchedulable", "expression": 'request.operation == "CREATE" || '
+                                                     "(has(oldObject.spec.schedulingGates) && "
+                                                     "size(oldObject.spec.schedulingGates) > 0)"},
         {"name": "pool", "expression": f"has(object.spec.nodeSelector) && {pool} in object.spec.nodeSelector ? "
                                        f"object.spec.nodeSelector[{pool}] : \"\""},
     ]
@@ -65,7 +70,8 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
         },
         "variables": variables,
         "validations": [{
-            "expression": "!variables.gpu || variables.gated || variables.pool in variables.pools",
+            "expression": "!variables.gpu || variables.gated || !variables.becomesSchedulable || "
+                          "variables.pool in variables.pools",
             "message": f"a GPU pod in a team namespace must be admitted by the team's queue or carry nodeSelector "
                        f"{POOL_LABEL} naming one of the team's pools (teams[].quotas)",
             "reason": "Forbidden",

@@ -76,8 +76,10 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str], service_account: str = SERVICE_ACCOUNT) -> "Settings":
         """In-cluster settings: the API server from the service environment, the pod's ServiceAccount token."""
+        # RECLAIM_NAMESPACES must be set but may be empty: no team opted in, so the run acts nowhere.
+        optional_value = {"RECLAIM_NAMESPACES"}
         missing = [k for k in ("RECLAIM_PROMETHEUS_URL", "RECLAIM_SCHEDULER", "RECLAIM_NAMESPACES",
-                               "KUBERNETES_SERVICE_HOST") if not env.get(k)]
+                               "KUBERNETES_SERVICE_HOST") if not env.get(k) and not (k in optional_value and k in env)]
         if missing:
             raise ReclaimError(f"missing environment: {', '.join(missing)}")
         scheduler = env["RECLAIM_SCHEDULER"]
