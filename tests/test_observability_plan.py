@@ -26,7 +26,7 @@ MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CRDS = {RULE: "prometheus-operator/crds/monitoring.coreos.com_prometheusrules.yaml",
         MONITOR: "prometheus-operator/crds/monitoring.coreos.com_servicemonitors.yaml"}
-CORE_TYPES = ("Namespace", "ConfigMap", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "CronJob")
+CORE_TYPES = ("Namespace", "ConfigMap", "ServiceAccount", "ClusterRole", "RoleBinding", "CronJob")
 RECLAIM_ON = {"prometheus": {"install": True}, "reclaim": {"enabled": True}}
 
 
@@ -318,7 +318,7 @@ def test_reclaimer_is_opt_in(plans):
 def test_reclaimer_cron_job_is_a_dry_run_by_default(plans):
     plan, _ = plans["aws-prod+reclaim"]
     objects = reclaimer_objects(plan)
-    assert set(objects) == {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "CronJob"}
+    assert set(objects) == {"Namespace", "ServiceAccount", "ClusterRole", "RoleBinding", "ConfigMap", "CronJob"}
     assert objects["Namespace"]["metadata"]["name"] == "gpu-platform-system"
     cron = objects["CronJob"]
     assert cron["metadata"]["namespace"] == "gpu-platform-system"
@@ -329,7 +329,8 @@ def test_reclaimer_cron_job_is_a_dry_run_by_default(plans):
     assert container["command"] == ["python3", "-I", "/opt/gpu-reclaimer/job.py"]
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env == {"RECLAIM_PROMETHEUS_URL": "http://kube-prometheus-stack-prometheus.monitoring.svc:9090",
-                   "RECLAIM_SCHEDULER": "kueue", "RECLAIM_DRY_RUN": "true", "RECLAIM_ALERT": "GPUIdleAllocated"}
+                   "RECLAIM_SCHEDULER": "kueue", "RECLAIM_NAMESPACES": "research", "RECLAIM_DRY_RUN": "true",
+                   "RECLAIM_ALERT": "GPUIdleAllocated"}
     assert container["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                             "capabilities": {"drop": ["ALL"]}}
     assert pod["securityContext"]["runAsNonRoot"] is True and pod["serviceAccountName"] == "gpu-reclaimer"
@@ -346,25 +347,37 @@ def test_reclaimer_acting_for_real_is_explicit(plans):
     assert (env["RECLAIM_DRY_RUN"], env["RECLAIM_SCHEDULER"]) == ("false", "volcano")
 
 
-@pytest.mark.parametrize("variant, scheduler_rules", [
+@pytest.mark.parametrize("variant, scheduler_rules, teams", [
     ("aws-prod+reclaim", [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]},
-                          {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["list", "patch"]}]),
+                          {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["list", "patch"]}],
+     ["research"]),
     ("gcp-dev+reclaim", [{"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ["get"]},
-                         {"apiGroups": ["bus.volcano.sh"], "resources": ["commands"], "verbs": ["create"]}]),
+                         {"apiGroups": ["bus.volcano.sh"], "resources": ["commands"], "verbs": ["create"]}],
+     ["alpha", "beta"]),
 ])
-def test_reclaimer_rbac_is_least_privilege(plans, variant, scheduler_rules):
-    objects = reclaimer_objects(plans[variant][0])
+def test_reclaimer_rbac_is_least_privilege(plans, variant, scheduler_rules, teams):
+    plan = plans[variant][0]
+    objects = reclaimer_objects(plan)
+    # Namespaced resources only, and granted only in the opted-in namespaces: nothing cluster-wide.
     assert objects["ClusterRole"]["rules"] == [
-        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
         *scheduler_rules,
     ]
-    binding = objects["ClusterRoleBinding"]
-    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                  "name": "gpu-reclaimer"}
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpu-reclaimer",
-                                    "namespace": "gpu-platform-system"}]
+    component = one(plan, "gpu-platform:observability:Reclaimer")
+    children = [r for r in plan.resources if r.parent == component.urn]
+    assert [r for r in children if r.type.endswith(":ClusterRoleBinding")] == []
+    bindings = [r for r in children if r.type.endswith(":RoleBinding")]
+    assert [b.inputs["metadata"] for b in bindings] == [{"name": "gpu-reclaimer", "namespace": t} for t in teams]
+    for binding in bindings:
+        assert binding.inputs["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                             "name": "gpu-reclaimer"}
+        assert binding.inputs["subjects"] == [{"kind": "ServiceAccount", "name": "gpu-reclaimer",
+                                               "namespace": "gpu-platform-system"}]
+        # Bound after the team namespace exists.
+        (namespace,) = [r for r in plan.of_type("kubernetes:core/v1:Namespace")
+                        if r.inputs["metadata"]["name"] == binding.inputs["metadata"]["namespace"]]
+        assert namespace.urn in binding.options["dependsOn"]
 
 
 @pytest.mark.parametrize("variant", ["aws-prod", "aws-prod+reclaim", "gcp-dev+reclaim", "aws-dev+existing"])

@@ -70,7 +70,7 @@ def test_volcano_queues_and_operator_driver_owner_are_named():
 
 def test_layer_counts_add_up_to_the_plan(aws_prod):
     counts = layer_counts(aws_prod)
-    assert set(counts) == {"cluster", "gpu", "autoscaling", "scheduling", "tenancy", "observability"}
+    assert set(counts) == {"cluster", "gpu", "autoscaling", "scheduling", "tenancy", "observability", "policy"}
     assert sum(c + r for c, r in counts.values()) == len(aws_prod.resources)
     assert counts["tenancy"] == (3, sum(1 for r in aws_prod.resources if r.custom and r.parent.endswith(
         ("::applied", "::research", "::serving")) and "tenancy:Team" in r.parent))

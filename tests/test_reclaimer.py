@@ -17,7 +17,6 @@ from components.observability.reclaimer import job
 from components.observability.reclaimer.component import SCRIPT
 
 FIRING = 'ALERTS{alertname="GPUIdleAllocated",alertstate="firing"}'
-OPTED_IN = "gpu-platform.io/reclaim=enabled"
 WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/research/workloads"
 
 
@@ -70,10 +69,12 @@ class Fake:
         self.thread.join(timeout=5)
 
 
-def alerts(*pods: tuple[str, str]) -> dict:
+def alerts(*pods: tuple[str, str, str]) -> dict:
+    """Firing idle alerts for (namespace, pod, uid); an empty uid leaves the label out."""
     return {"status": "success", "data": {"resultType": "vector", "result": [
         {"metric": {"__name__": "ALERTS", "alertname": "GPUIdleAllocated", "alertstate": "firing", "namespace": ns,
-                    "pod": pod, "team": ns, "pool": "h100-train"}, "value": [1700000000, "1"]} for ns, pod in pods]}}
+                    "pod": pod, "team": ns, "pool": "h100-train", **({"uid": uid} if uid else {})},
+         "value": [1700000000, "1"]} for ns, pod, uid in pods]}}
 
 
 def meta(name: str, uid: str, owners: list[tuple[str, str, str, str]] = (), labels: dict | None = None) -> dict:
@@ -97,7 +98,6 @@ def kueue_cluster() -> dict[tuple[str, str], tuple[int, Any]]:
     pod that finished meanwhile. applied (not opted in) has an idle pod too."""
     job_ref = ("batch/v1", "Job", "train", "uid-job-train")
     return {
-        ("GET", "/api/v1/namespaces"): (200, {"items": [{"metadata": {"name": "research"}}]}),
         ("GET", "/api/v1/namespaces/research/pods/train-0"): (200, pod("train-0", "uid-p0", job_ref)),
         ("GET", "/api/v1/namespaces/research/pods/train-1"): (200, pod("train-1", "uid-p1", job_ref)),
         ("GET", "/apis/batch/v1/namespaces/research/jobs/train"): (200, {"metadata": meta("train", "uid-job-train")}),
@@ -124,13 +124,15 @@ def kueue_cluster() -> dict[tuple[str, str], tuple[int, Any]]:
     }
 
 
-IDLE = [("research", "train-0"), ("research", "train-1"), ("research", "js-0"), ("research", "notebook"),
-        ("research", "paused-0"), ("research", "finished-0"), ("applied", "hoard-0")]
+IDLE = [("research", "train-0", "uid-p0"), ("research", "train-1", "uid-p1"), ("research", "js-0", "uid-p2"),
+        ("research", "notebook", "uid-plain"), ("research", "paused-0", "uid-p3"), ("research", "finished-0", "uid-f0"),
+        ("applied", "hoard-0", "uid-h")]
+OPTED_IN = ("research", "alpha")  # RECLAIM_NAMESPACES: research (Kueue) and alpha (Volcano)
 
 
 def settings(prometheus: Fake, api: Fake, scheduler: str = "kueue", dry_run: bool = True) -> job.Settings:
     return job.Settings(prometheus_url=prometheus.url, api_url=api.url, scheduler=scheduler, dry_run=dry_run,
-                        token="t0ken")
+                        namespaces=OPTED_IN, token="t0ken")
 
 
 def run(prometheus_routes, api_routes, scheduler="kueue", dry_run=True):
@@ -144,16 +146,16 @@ def test_dry_run_reads_and_reports_but_changes_nothing():
     code, out, err, prometheus, api = run({("GET", "/api/v1/query"): (200, alerts(*IDLE))}, kueue_cluster())
     assert (code, err) == (0, "")
     assert prometheus.requests[0]["query"] == {"query": FIRING}
-    assert api.requests[0]["query"] == {"labelSelector": OPTED_IN}
     assert api.writes() == []
-    assert all(r["path"] != "/api/v1/namespaces" or r["method"] == "GET" for r in api.requests)
+    # Opt-in comes from RECLAIM_NAMESPACES (and RBAC): nothing lists namespaces cluster-wide.
+    assert all(r["path"].startswith(("/api/v1/namespaces/research/", "/apis/")) for r in api.requests)
     lines = out.splitlines()
     assert "dry run: would deactivate Kueue Workload research/job-train-1a2b3 (idle pods: train-0, train-1)" in lines
     assert "dry run: would deactivate Kueue Workload research/jobset-js-4c5d6 (idle pods: js-0)" in lines
     assert "dry run: would deactivate Kueue Workload research/pod-notebook-7e8f9 (idle pods: notebook)" in lines
     assert "Workload research/job-paused-0a1b2 is already inactive" in lines
     assert "pod research/finished-0 is gone" in lines
-    assert "1 idle pod(s) in namespaces without gpu-platform.io/reclaim=enabled: ignored" in lines
+    assert "1 idle pod(s) in namespaces whose team did not opt in: ignored" in lines
     assert lines[-1] == "dry run: 3 reclaim(s) planned, nothing changed"
 
 
@@ -164,7 +166,9 @@ def test_real_run_deactivates_the_right_workloads_and_records_events():
     # In the order of the idle pods: js-0, notebook, train-0 (train-1 shares its Workload).
     assert [r["path"].rsplit("/", 1)[1] for r in patches] == ["jobset-js-4c5d6", "pod-notebook-7e8f9",
                                                               "job-train-1a2b3"]
-    assert all(r["body"] == {"spec": {"active": False}} for r in patches)
+    # Each patch names the Workload's UID: the API server refuses it for a re-created namesake.
+    assert [r["body"] for r in patches] == [{"metadata": {"uid": uid}, "spec": {"active": False}}
+                                            for uid in ("uid-wl-js", "uid-wl-plain", "uid-wl-train")]
     assert all(r["content_type"] == "application/merge-patch+json" for r in patches)
     events = [r["body"] for r in api.writes() if r["method"] == "POST"]
     assert [e["involvedObject"] for e in events] == [
@@ -175,6 +179,7 @@ def test_real_run_deactivates_the_right_workloads_and_records_events():
     assert (first["reason"], first["type"], first["action"], first["source"]) == (
         "IdleGPUsReclaimed", "Warning", "Deactivate", {"component": "gpu-platform-reclaimer"})
     assert "train-0, train-1" in first["message"] and '"active":true' in first["message"]
+    assert "teams[].reclaim: false" in first["message"]
     assert first["metadata"] == {"generateName": "job-train-1a2b3.", "namespace": "research"}
     assert out.splitlines()[-1] == "3 reclaim(s) done"
     # Every write went where each one belongs: a patch, then its Event.
@@ -185,7 +190,7 @@ def test_opted_out_teams_are_never_touched():
     routes = kueue_cluster()
     routes[("GET", "/api/v1/namespaces/applied/pods/hoard-0")] = (200, pod("hoard-0", "uid-h"))
     for dry_run in (True, False):
-        code, out, _, _, api = run({("GET", "/api/v1/query"): (200, alerts(("applied", "hoard-0")))}, routes,
+        code, out, _, _, api = run({("GET", "/api/v1/query"): (200, alerts(("applied", "hoard-0", "uid-h")))}, routes,
                                    dry_run=dry_run)
         assert code == 0
         assert [r for r in api.requests if "/applied" in r["path"]] == []
@@ -228,7 +233,7 @@ def test_an_unreadable_cluster_ca_changes_nothing_and_fails(tmp_path):
     assert err.getvalue().startswith("gpu-reclaimer: nothing changed: cannot load the CA for https://10.0.0.1:443")
     assert prometheus.requests == []
 
-@pytest.mark.parametrize("broken", [("GET", "/api/v1/namespaces"), ("GET", WORKLOADS),
+@pytest.mark.parametrize("broken", [("GET", "/apis/batch/v1/namespaces/research/jobs/train"), ("GET", WORKLOADS),
                                     ("GET", "/api/v1/namespaces/research/pods/js-0")])
 def test_an_api_failure_while_planning_changes_nothing_and_fails(broken):
     routes = kueue_cluster()
@@ -251,7 +256,6 @@ def test_a_failed_write_stops_the_run_with_what_was_done():
 def volcano_cluster(phase: str) -> dict[tuple[str, str], tuple[int, Any]]:
     vcjob = ("batch.volcano.sh/v1alpha1", "Job", "train", "uid-vc-train")
     return {
-        ("GET", "/api/v1/namespaces"): (200, {"items": [{"metadata": {"name": "alpha"}}]}),
         ("GET", "/api/v1/namespaces/alpha/pods/train-worker-0"): (200, pod("train-worker-0", "uid-w0", vcjob)),
         ("GET", "/api/v1/namespaces/alpha/pods/loose"): (200, pod("loose", "uid-loose")),
         ("GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/alpha/jobs/train"): (200, {
@@ -262,7 +266,8 @@ def volcano_cluster(phase: str) -> dict[tuple[str, str], tuple[int, Any]]:
 
 
 def test_volcano_jobs_are_aborted_through_a_bus_command():
-    prom = {("GET", "/api/v1/query"): (200, alerts(("alpha", "train-worker-0"), ("alpha", "loose")))}
+    prom = {("GET", "/api/v1/query"): (200, alerts(("alpha", "train-worker-0", "uid-w0"),
+                                                   ("alpha", "loose", "uid-loose")))}
     code, out, err, _, api = run(prom, volcano_cluster("Running"), scheduler="volcano", dry_run=False)
     assert (code, err) == (0, "")
     command, event = [r["body"] for r in api.writes()]
@@ -276,7 +281,7 @@ def test_volcano_jobs_are_aborted_through_a_bus_command():
 
 
 def test_volcano_jobs_already_stopping_are_left_alone():
-    prom = {("GET", "/api/v1/query"): (200, alerts(("alpha", "train-worker-0")))}
+    prom = {("GET", "/api/v1/query"): (200, alerts(("alpha", "train-worker-0", "uid-w0")))}
     code, out, _, _, api = run(prom, volcano_cluster("Aborted"), scheduler="volcano", dry_run=False)
     assert code == 0 and api.writes() == []
     assert "Volcano Job alpha/train is already Aborted" in out
@@ -292,7 +297,7 @@ def service_account(tmp_path):
     return tmp_path
 
 
-ENV = {"RECLAIM_PROMETHEUS_URL": "http://prom:9090", "RECLAIM_SCHEDULER": "kueue",
+ENV = {"RECLAIM_PROMETHEUS_URL": "http://prom:9090", "RECLAIM_SCHEDULER": "kueue", "RECLAIM_NAMESPACES": "b, a,,a",
        "KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
 
 
@@ -301,6 +306,8 @@ def test_settings_default_to_a_dry_run(service_account):
     assert (settings.api_url, settings.token, settings.dry_run, settings.alert) == (
         "https://10.0.0.1:443", "sa-token", True, "GPUIdleAllocated")
     assert settings.ca_file == str(service_account / "ca.crt")
+    assert settings.namespaces == ("a", "b")
+    assert job.Settings.from_env({**ENV, "RECLAIM_NAMESPACES": ""}, str(service_account)).namespaces == ()
     for value, dry in (("false", False), (" False ", False), ("true", True), ("no", True), ("", True)):
         assert job.Settings.from_env({**ENV, "RECLAIM_DRY_RUN": value}, str(service_account)).dry_run is dry
     assert job.Settings.from_env({**ENV, "KUBERNETES_SERVICE_HOST": "fd00::1"},
@@ -327,4 +334,96 @@ def test_the_script_runs_alone_with_the_standard_library():
                             env={"PATH": "/usr/bin:/bin"})
     assert result.returncode == 2
     assert result.stderr.strip() == ("gpu-reclaimer: missing environment: RECLAIM_PROMETHEUS_URL, RECLAIM_SCHEDULER, "
-                                     "KUBERNETES_SERVICE_HOST")
+                                     "RECLAIM_NAMESPACES, KUBERNETES_SERVICE_HOST")
+
+
+# --- the pod the alert is about, honest reports, malformed answers ---------------------------------------------
+
+
+def test_a_re_created_pod_with_the_same_name_is_never_touched():
+    """The alert fired for train-0 uid-old; train-0 now is another pod (uid-p0), so neither it nor its Workload is
+    reclaimed, dry run or not."""
+    for dry_run in (True, False):
+        code, out, err, _, api = run({("GET", "/api/v1/query"): (200, alerts(("research", "train-0", "uid-old")))},
+                                     kueue_cluster(), dry_run=dry_run)
+        assert (code, err) == (0, "")
+        assert api.writes() == []
+        assert ("pod research/train-0 is not the pod the alert is about (uid uid-p0, alert for uid-old: re-created "
+                "since); left alone") in out.splitlines()
+        assert [r["path"] for r in api.requests] == ["/api/v1/namespaces/research/pods/train-0"]
+
+
+def test_an_alert_without_a_pod_uid_is_never_acted_on():
+    code, out, _, _, api = run({("GET", "/api/v1/query"): (200, alerts(("research", "train-0", "")))},
+                               kueue_cluster(), dry_run=False)
+    assert code == 0 and api.requests == []
+    assert "alert for pod research/train-0 names no pod uid; left alone" in out.splitlines()
+
+
+def test_namespaces_outside_reclaim_namespaces_are_never_read():
+    routes = kueue_cluster()
+    code, out, _, _, api = run({("GET", "/api/v1/query"): (200, alerts(("applied", "hoard-0", "uid-h"),
+                                                                       ("kube-system", "x", "uid-x")))},
+                               routes, dry_run=False)
+    assert code == 0 and api.requests == []
+    assert "2 idle pod(s) in namespaces whose team did not opt in: ignored" in out
+
+
+def test_an_event_failing_after_the_reclaim_is_reported_as_done_and_fails_the_run():
+    routes = kueue_cluster()
+    routes[("POST", "/api/v1/namespaces/research/events")] = (403, {"kind": "Status", "code": 403})
+    code, out, err, _, api = run({("GET", "/api/v1/query"): (200, alerts(*IDLE))}, routes, dry_run=False)
+    assert code == 1
+    # Every reclaim still happened and is said to have happened; each missing Event is named.
+    assert [r["method"] for r in api.writes()] == ["PATCH", "POST"] * 3
+    assert "deactivated Kueue Workload research/job-train-1a2b3 (idle pods: train-0, train-1)" in out.splitlines()
+    assert out.splitlines()[-1] == "3 reclaim(s) done, 3 without an Event"
+    assert err.count("but could not record its Event: ") == 3 and "HTTP 403" in err
+    assert "gpu-reclaimer: deactivated research/jobset-js-4c5d6 but could not record its Event" in err
+    assert "stopped after" not in err
+
+
+def _malformed(routes: dict, key: tuple[str, str], answer) -> dict:
+    routes = dict(routes)
+    routes[key] = (200, answer)
+    return routes
+
+
+TRAIN_0 = ("GET", "/api/v1/namespaces/research/pods/train-0")
+
+
+@pytest.mark.parametrize("key, answer", [
+    (TRAIN_0, ["a", "list"]),
+    (TRAIN_0, {"metadata": {"name": "train-0"}}),  # no uid
+    (TRAIN_0, {"metadata": {"name": "train-0", "uid": "uid-p0", "ownerReferences": "batch/v1 Job train"}}),
+    (TRAIN_0, {"metadata": {"name": "train-0", "uid": "uid-p0", "ownerReferences": [{"kind": "Job"}]}}),
+    (("GET", WORKLOADS), {"items": {"job-train": {}}}),
+    (("GET", WORKLOADS), {"items": [{"metadata": {"uid": "no-name"}}]}),
+    (("GET", "/apis/batch/v1/namespaces/research/jobs/train"), "not an object"),
+], ids=["pod-is-a-list", "pod-without-uid", "owners-a-string", "owner-without-uid", "items-a-map",
+        "workload-without-name", "job-a-string"])
+def test_a_malformed_api_answer_changes_nothing_and_fails_without_a_traceback(key, answer):
+    routes = _malformed(kueue_cluster(), key, answer)
+    code, out, err, _, api = run({("GET", "/api/v1/query"): (200, alerts(("research", "train-0", "uid-p0")))},
+                                 routes, dry_run=False)
+    assert code == 1
+    assert err.startswith("gpu-reclaimer: nothing changed: unexpected answer")
+    assert "Traceback" not in err and api.writes() == []
+
+
+@pytest.mark.parametrize("answer", [
+    {"status": "success", "data": {"result": "none"}},
+    {"status": "success", "data": {"result": [1, 2]}},
+])
+def test_a_malformed_prometheus_answer_changes_nothing(answer):
+    code, _, err, _, api = run({("GET", "/api/v1/query"): (200, answer)}, kueue_cluster(), dry_run=False)
+    assert code == 1 and err.startswith("gpu-reclaimer: nothing changed: unexpected answer")
+    assert api.requests == []
+
+
+def test_a_malformed_volcano_job_changes_nothing():
+    routes = volcano_cluster("Running")
+    routes[("GET", "/apis/batch.volcano.sh/v1alpha1/namespaces/alpha/jobs/train")] = (200, {"status": "odd"})
+    prom = {("GET", "/api/v1/query"): (200, alerts(("alpha", "train-worker-0", "uid-w0")))}
+    code, _, err, _, api = run(prom, routes, scheduler="volcano", dry_run=False)
+    assert code == 1 and "unexpected answer: no metadata.name" in err and api.writes() == []

@@ -17,6 +17,7 @@ DRIVER_OWNERS = ("managed", "operator")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 SCHEDULERS = ("kueue", "volcano")
 PRIORITIES = ("critical", "high", "normal", "low")
+EGRESS = ("internet", "none")  # what a team's pods may reach beyond the cluster (teams[].egress)
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_VALUE = "present"
@@ -151,6 +152,7 @@ class Team:
     groups: tuple[str, ...] = ()
     principals: tuple[str, ...] = ()  # cloud identities put in `groups` where the cloud needs the mapping (EKS)
     reclaim: bool = False  # the reclaimer may take back this team's idle GPUs (observability.reclaim)
+    egress: str = "internet"  # public addresses only, or nothing outside the cluster but DNS
 
 
 @dataclass(frozen=True)

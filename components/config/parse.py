@@ -16,7 +16,7 @@ from components.config.pools import (
     cloud_pool_checks, one_gpu_operator, read_pools, scale_from_zero_warnings, spot_warnings,
 )
 from components.config.teams import (
-    read_scheduler, read_teams, reclaim_opt_ins, team_principal_checks, team_quota_rules,
+    platform_namespaces_apart, read_scheduler, read_teams, reclaim_opt_ins, team_principal_checks, team_quota_rules,
 )
 from components.config.zonal import per_zone_start_checks
 from policies.exemptions import POLICY_KEYS
@@ -47,6 +47,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     policy = read_policy(top.value("policy", {}), problems)
     reclaim_opt_ins(top.value("teams", []), teams, observability, problems)
     team_principal_checks(teams, prof, bool(cluster and cluster.adopted), problems)
+    platform_namespaces_apart(teams, observability, problems)
     one_gpu_operator(pool_items, pools, prof, problems)
     if prof and cluster:
         cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)

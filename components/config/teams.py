@@ -9,7 +9,7 @@ from components.clouds.profiles import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, Section, join
-from components.config.model import PRIORITIES, SCHEDULERS, Gang, GpuPool, Observability, Scheduler, Team
+from components.config.model import EGRESS, PRIORITIES, SCHEDULERS, Gang, GpuPool, Observability, Scheduler, Team
 
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "gpu-operator",
                        "kueue-system", "volcano-system", "monitoring", "gpu-platform-system")
@@ -37,7 +37,7 @@ def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: 
     for i, item in enumerate(items):
         path = join("teams", i)
         sec = Section(item, path, problems, ("name", "quotas", "borrowingLimit", "lendingLimit", "priority", "groups",
-                                             "principals", "reclaim"))
+                                             "principals", "reclaim", "egress"))
         name = sec.str("name", pattern=DNS1123_LABEL, what="a DNS-1123 label (it becomes the team's namespace)")
         if name in RESERVED_NAMESPACES:
             problems.add(sec.at("name"), f"{name!r} is a reserved namespace; reserved: {', '.join(RESERVED_NAMESPACES)}")
@@ -52,6 +52,7 @@ def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: 
             groups=tuple(sec.str_list("groups")),
             principals=tuple(dict.fromkeys(sec.str_list("principals"))),
             reclaim=bool(sec.bool("reclaim", False)),
+            egress=sec.str("egress", "internet", choices=EGRESS) or "internet",
         )
         teams.append(team)
     return teams
@@ -168,3 +169,14 @@ def team_principal_checks(teams: list[Team], prof: CloudProfile | None, adopted:
         if not team.groups:
             problems.add(join(join("teams", i), "groups"), f"is required with principals: {spec.doc}, and the "
                                                            "team's RoleBinding grants those groups")
+
+
+def platform_namespaces_apart(teams: list[Team], observability: Observability, problems: Problems) -> None:
+    """A team namespace is never the monitoring namespace: `edit` there would read the Grafana admin Secret and
+    Prometheus' credentials, and the team's default-deny NetworkPolicy would cut Prometheus off."""
+    namespace = observability.prometheus.namespace
+    for i, team in enumerate(teams):
+        if team.name and team.name == namespace:
+            problems.add(join(join("teams", i), "name"), f"{team.name!r} is observability.prometheus.namespace, a "
+                                                         "platform namespace holding the Grafana admin Secret; "
+                                                         "rename the team or move Prometheus")

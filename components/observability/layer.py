@@ -17,7 +17,9 @@ def install(ctx: Context) -> None:
     GpuMonitoring("gpu-monitoring", config, prometheus.namespace,
                   opts=ctx.k8s_opts("prometheus", config.scheduler.kind))
     if obs.reclaim.enabled:
-        Reclaimer("gpu-reclaimer", config, prometheus.url, opts=ctx.k8s_opts("prometheus", config.scheduler.kind))
+        namespaces = {t.name: ctx.handles[f"namespace/{t.name}"] for t in config.teams}
+        Reclaimer("gpu-reclaimer", config, prometheus.url, namespaces,
+                  opts=ctx.k8s_opts("prometheus", config.scheduler.kind))
     ctx.exports["observability"] = {
         "prometheusNamespace": obs.prometheus.namespace,
         "prometheusUrl": prometheus.url,

@@ -11,6 +11,7 @@ import pulumi_random as random
 
 from components.clouds.labels import POOL_LABEL
 from components.config.model import PlatformConfig
+from components.tenancy.isolation import privileged_namespace_labels
 
 CHART = "kube-prometheus-stack"
 CHART_VERSION = "88.2.0"  # ships prometheus-operator v0.93.0, the CRDs in ../shared/upstream/prometheus-operator
@@ -88,8 +89,10 @@ class Prometheus(pulumi.ComponentResource):
         # What rules, monitors and dashboards must wait for: the CRDs and Grafana exist once the release is up.
         self.ready: pulumi.Resource = self
         if prom.install:
-            namespace = core.Namespace(f"{name}-namespace", metadata=meta.ObjectMetaArgs(name=prom.namespace),
-                                       opts=pulumi.ResourceOptions(parent=self))
+            # node-exporter needs the host's network, PID namespace and paths: a platform namespace, never a team's
+            # (config validation keeps teams out of it), so it says privileged explicitly.
+            namespace = core.Namespace(f"{name}-namespace", metadata=meta.ObjectMetaArgs(
+                name=prom.namespace, labels=privileged_namespace_labels()), opts=pulumi.ResourceOptions(parent=self))
             admin = self._grafana_admin(name, prom.namespace, namespace)
             self.ready = helm.Release(
                 f"{name}-release",

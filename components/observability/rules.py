@@ -67,8 +67,8 @@ def _dcgm(metric: str) -> str:
 
 
 def _on_running_gpu_pods(per_pod: str) -> str:
-    """Keep a per-(namespace, pod) aggregate only for running GPU pods, adding their node, pool and team."""
-    return f"{per_pod}\n+ on (namespace, pod) group_left (node, pool, team) (0 * {ALLOCATED})"
+    """Keep a per-(namespace, pod) aggregate only for running GPU pods, adding their node, pool, team and uid."""
+    return f"{per_pod}\n+ on (namespace, pod) group_left (node, pool, team, uid) (0 * {ALLOCATED})"
 
 
 def _ksm_gpu_requests(phase: str) -> str:
@@ -111,7 +111,9 @@ def _gpu_rules(dcgm: bool) -> list[dict[str, Any]]:
         _record("pool:gpu_platform_capacity_gpus:sum",
                 f'sum by (pool) (kube_node_status_allocatable{{resource=~"{KSM_GPU_RESOURCES}"}}\n'
                 f'  * on (node) group_left (pool) {POOL_INFO})'),
-        _record(ALLOCATED, _team(f"sum by (namespace, pod, node) (\n  {_ksm_gpu_requests('Running')}\n)\n"
+        # The pod's uid (kube-state-metrics' label) rides along to the idle alert: the reclaimer acts only on the
+        # pod the alert is about, never on a re-created pod of the same name.
+        _record(ALLOCATED, _team(f"sum by (namespace, pod, uid, node) (\n  {_ksm_gpu_requests('Running')}\n)\n"
                                  f"* on (node) group_left (pool) {POOL_INFO}")),
         _record(PENDING, _team(f"sum by (namespace, pod) (\n  {_ksm_gpu_requests('Pending')}\n)")),
         _record("namespace:gpu_platform_pending_gpus:sum", f"sum by (namespace, team) ({PENDING})"),

@@ -6,6 +6,7 @@ from components.scheduling import volcano
 from components.scheduling.kueue import LOCAL_QUEUE, Kueue
 from components.scheduling.priorities import Priorities
 from components.scheduling.volcano import Volcano
+from components.tenancy.pool_admission import GpuPoolAdmission
 from components.tenancy.team import PRIORITY_LABEL, TEAM_LABEL, Team
 
 
@@ -19,7 +20,10 @@ def install(ctx: Context) -> None:
                         opts=ctx.k8s_opts())
         for team in config.teams
     }
+    for name, team in teams.items():
+        ctx.handles[f"namespace/{name}"] = team.namespace  # where later layers bind roles in a team's namespace
     Priorities("priorities", TEAM_LABEL, PRIORITY_LABEL, opts=ctx.k8s_opts())
+    GpuPoolAdmission("gpu-pools", config, TEAM_LABEL, opts=ctx.k8s_opts())
     if kind == "kueue":
         scheduler = Kueue("kueue", config, {name: t.namespace.metadata.name for name, t in teams.items()},
                           opts=ctx.k8s_opts())

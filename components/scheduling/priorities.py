@@ -54,10 +54,64 @@ def forbidden_classes(priority: str) -> list[str]:
     return [*(LEVELS[p].name for p in names[:names.index(priority)]), *SYSTEM_CLASSES]
 
 
+# Where workload kinds keep their pods' priority class, as field paths under `object` ("[]" steps into every list
+# item, "{}" into every map value). Kueue takes a job's priority from its pod template when the job carries no
+# Kueue priority label, and a queued Workload preempts others long before any pod (and the pod quota) exists: the
+# template has to be held to the ceiling at submission. One entry per framework Kueue integrates
+# (kueue.FRAMEWORKS) and Volcano's own kinds; TrainJob keeps no pod template of its own (its runtime does, and
+# runtimes are cluster-scoped).
+TEMPLATE_PRIORITY_PATHS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "Pod"): ("spec.priorityClassName",),
+    ("batch", "Job"): ("spec.template.spec.priorityClassName",),
+    ("batch", "CronJob"): ("spec.jobTemplate.spec.template.spec.priorityClassName",),
+    **{("apps", kind): ("spec.template.spec.priorityClassName",)
+       for kind in ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet")},
+    ("jobset.x-k8s.io", "JobSet"): ("spec.replicatedJobs.[].template.spec.template.spec.priorityClassName",),
+    **{("kubeflow.org", kind): (f"spec.{replicas}.{{}}.template.spec.priorityClassName",
+                                "spec.runPolicy.schedulingPolicy.priorityClass")
+       for kind, replicas in (("PyTorchJob", "pytorchReplicaSpecs"), ("MPIJob", "mpiReplicaSpecs"),
+                              ("TFJob", "tfReplicaSpecs"), ("JAXJob", "jaxReplicaSpecs"),
+                              ("XGBoostJob", "xgbReplicaSpecs"), ("PaddleJob", "paddleReplicaSpecs"))},
+    ("ray.io", "RayCluster"): ("spec.headGroupSpec.template.spec.priorityClassName",
+                               "spec.workerGroupSpecs.[].template.spec.priorityClassName"),
+    ("ray.io", "RayJob"): ("spec.rayClusterSpec.headGroupSpec.template.spec.priorityClassName",
+                           "spec.rayClusterSpec.workerGroupSpecs.[].template.spec.priorityClassName"),
+    ("ray.io", "RayService"): ("spec.rayClusterConfig.headGroupSpec.template.spec.priorityClassName",
+                               "spec.rayClusterConfig.workerGroupSpecs.[].template.spec.priorityClassName"),
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (
+        "spec.leaderWorkerTemplate.leaderTemplate.spec.priorityClassName",
+        "spec.leaderWorkerTemplate.workerTemplate.spec.priorityClassName"),
+    ("batch.volcano.sh", "Job"): ("spec.priorityClassName", "spec.tasks.[].template.spec.priorityClassName"),
+    ("scheduling.volcano.sh", "PodGroup"): ("spec.priorityClassName",),
+}
+
+
+def uses_forbidden(path: str, base: str = "object") -> str:
+    """CEL that is true when any value at `path` under `base` is a forbidden class; absent fields are not.
+
+    Every step is guarded with has() (a missing field is an error in CEL, and errors fail closed), lists and maps
+    are searched with exists() under variable names of their own.
+    """
+    steps = path.split(".")
+
+    def walk(at: str, rest: list[str], depth: int) -> str:
+        if not rest:
+            return f"{at} in variables.forbidden"
+        step, rest = rest[0], rest[1:]
+        if step in ("[]", "{}"):
+            var = f"x{depth}"
+            item = var if step == "[]" else f"{at}[{var}]"
+            return f"{at}.exists({var}, {walk(item, rest, depth + 1)})"
+        return f"has({at}.{step}) && {walk(f'{at}.{step}', rest, depth)}"
+
+    return walk(base, steps, 0)
+
+
 def ceiling_rules(team_label: str, priority_label: str) -> tuple[dict, list[dict[str, str]], list[dict[str, str]]]:
     """Match constraints, variables and validations of the admission policy that holds team objects to their
     namespace's priority ceiling where a ResourceQuota scope cannot look: a job's Kueue WorkloadPriorityClass
-    label and a Volcano PodGroup's priorityClassName (pods themselves are capped by the priority-ceiling quota)."""
+    label, and the priority class of every workload kind's pod templates (pods are also capped by the
+    priority-ceiling quota)."""
     forbidden = json.dumps({p: forbidden_classes(p) for p in LEVELS})
     match = {"namespaceSelector": {"matchExpressions": [{"key": team_label, "operator": "Exists"}]},
              "resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
@@ -69,10 +123,13 @@ def ceiling_rules(team_label: str, priority_label: str) -> tuple[dict, list[dict
         {"expression": f"!has(object.metadata.labels) || !({label} in object.metadata.labels) || "
                        f"!(object.metadata.labels[{label}] in variables.forbidden)",
          "message": "this namespace's team may not use that Kueue priority class (above its priority)"},
-        {"expression": 'request.kind.kind != "PodGroup" || !has(object.spec.priorityClassName) || '
-                       "!(object.spec.priorityClassName in variables.forbidden)",
-         "message": "this namespace's team may not use that priority class (above its priority)"},
     ]
+    for (group, kind), paths in TEMPLATE_PRIORITY_PATHS.items():
+        found = " || ".join(f"({uses_forbidden(path)})" for path in paths)
+        validations.append({
+            "expression": f"request.kind.group != {json.dumps(group)} || request.kind.kind != {json.dumps(kind)} || "
+                          f"!({found})",
+            "message": f"this namespace's team may not use that priority class in a {kind} (above its priority)"})
     return match, variables, validations
 
 

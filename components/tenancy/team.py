@@ -1,4 +1,5 @@
-"""One team's slice of the cluster: its namespace, GPU quota, container defaults and who may edit inside it.
+"""One team's slice of the cluster: its namespace, GPU quota, container defaults, isolation (Pod Security and
+NetworkPolicies, see isolation.py) and who may edit inside it.
 
 Teams get the built-in `edit` ClusterRole through a RoleBinding in their own namespace only. `edit` can read
 but not change ResourceQuotas, LimitRanges and the Namespace object (so a team cannot relabel itself into
@@ -10,6 +11,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.meta.v1 as meta
+import pulumi_kubernetes.networking.v1 as networking
 import pulumi_kubernetes.rbac.v1 as rbac
 
 from components.clouds.labels import LABEL_PREFIX
@@ -17,6 +19,7 @@ from components.config.model import PlatformConfig, Team as TeamConfig
 from components.observability.reclaimer.job import RECLAIM_ENABLED, RECLAIM_LABEL
 from components.scheduling.priorities import forbidden_classes
 from components.scheduling.shares import team_ceiling
+from components.tenancy.isolation import network_policies, team_pod_security
 
 TEAM_LABEL = f"{LABEL_PREFIX}/team"  # the ClusterQueue namespaceSelector and Kueue's managed namespaces match it
 PRIORITY_LABEL = f"{LABEL_PREFIX}/priority"
@@ -50,11 +53,12 @@ class Team(pulumi.ComponentResource):
         hard = quota_hard(config, team)
         super().__init__(self.TYPE, name, {
             "team": team.name, "namespace": team.name, "priority": team.priority, "groups": list(team.groups),
-            "gpuQuota": hard,
+            "gpuQuota": hard, "egress": team.egress,
         }, opts)
         self.namespace = core.Namespace(
             f"{name}-namespace",
-            metadata=meta.ObjectMetaArgs(name=team.name, labels=namespace_labels(team),
+            metadata=meta.ObjectMetaArgs(name=team.name,
+                                         labels={**namespace_labels(team), **team_pod_security(config)},
                                          annotations=annotations or None),
             # Deleting a namespace deletes every workload in it: in production (and staging), removing a team takes
             # a deliberate unprotect.
@@ -82,6 +86,9 @@ class Team(pulumi.ComponentResource):
                         spec=core.LimitRangeSpecArgs(limits=[
                             core.LimitRangeItemArgs(type="Container", default_request=DEFAULT_REQUEST)]),
                         opts=child)
+        for policy, spec in network_policies(config, team).items():
+            networking.NetworkPolicy(f"{name}-{policy}", metadata=meta.ObjectMetaArgs(name=policy, namespace=ns),
+                                     spec=spec, opts=child)
         if team.groups:
             rbac.RoleBinding(
                 f"{name}-edit",

@@ -10,6 +10,7 @@ import pulumi_kubernetes.meta.v1 as meta
 import pulumi_kubernetes.rbac.v1 as rbac
 
 from components.config.model import PlatformConfig
+from components.tenancy.isolation import pod_security_labels
 from components.observability.reclaimer.job import ALERT, KUEUE_API, VOLCANO_BUS_API, VOLCANO_JOB_API
 
 NAMESPACE = "gpu-platform-system"
@@ -29,9 +30,9 @@ def _group(api_version: str) -> str:
 
 
 def rules(scheduler: str) -> list[rbac.PolicyRuleArgs]:
-    """What one run needs and nothing more: read pods and owners, act through the scheduler, write Events."""
+    """What one run needs in a namespace and nothing more: read pods and owners, act through the scheduler, write
+    Events. Namespaced resources only: the role is granted per opted-in namespace, never cluster-wide."""
     rules = [
-        rbac.PolicyRuleArgs(api_groups=[""], resources=["namespaces"], verbs=["list"]),
         rbac.PolicyRuleArgs(api_groups=[""], resources=["pods"], verbs=["get"]),
         rbac.PolicyRuleArgs(api_groups=[""], resources=["events"], verbs=["create"]),
     ]
@@ -48,11 +49,16 @@ def rules(scheduler: str) -> list[rbac.PolicyRuleArgs]:
     return rules
 
 
+def opted_in(config: PlatformConfig) -> list[str]:
+    return [t.name for t in config.teams if t.reclaim]
+
+
 def environment(config: PlatformConfig, prometheus_url: str) -> dict[str, str]:
     reclaim = config.observability.reclaim
     return {
         "RECLAIM_PROMETHEUS_URL": prometheus_url,
         "RECLAIM_SCHEDULER": config.scheduler.kind,
+        "RECLAIM_NAMESPACES": ",".join(opted_in(config)),
         "RECLAIM_DRY_RUN": "true" if reclaim.dry_run else "false",
         "RECLAIM_ALERT": ALERT,
     }
@@ -64,25 +70,29 @@ class Reclaimer(pulumi.ComponentResource):
     TYPE = "gpu-platform:observability:Reclaimer"
 
     def __init__(self, name: str, config: PlatformConfig, prometheus_url: str,
-                 opts: pulumi.ResourceOptions | None = None):
+                 namespaces: dict[str, pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
         reclaim = config.observability.reclaim
-        teams = [t.name for t in config.teams if t.reclaim]
+        teams = opted_in(config)
         super().__init__(self.TYPE, name, {"namespace": NAMESPACE, "schedule": reclaim.schedule,
                                            "dryRun": reclaim.dry_run, "teams": teams, "image": IMAGE}, opts)
         child = pulumi.ResourceOptions(parent=self)
-        namespace = core.Namespace(f"{name}-namespace", metadata=meta.ObjectMetaArgs(name=NAMESPACE), opts=child)
+        # Its one pod already meets `restricted`: enforce it, so nothing weaker can ever run next to its token.
+        namespace = core.Namespace(f"{name}-namespace", metadata=meta.ObjectMetaArgs(
+            name=NAMESPACE, labels=pod_security_labels(config.cluster.kubernetes_version, enforce="restricted")),
+            opts=child)
         ns = namespace.metadata.name
         account = core.ServiceAccount(f"{name}-account", metadata=meta.ObjectMetaArgs(name=NAME, namespace=ns),
                                       opts=child)
-        # Cluster-wide but narrow: which namespaces opted in is a label read at run time, so a team opting in or out
-        # needs no RBAC change; acting anywhere else is refused by the script, not merely unlikely.
+        # One ClusterRole, granted only where a team opted in: a RoleBinding per such namespace, none cluster-wide,
+        # so the API server itself refuses the reclaimer everywhere else (teams[].reclaim adds or drops a binding).
         role = rbac.ClusterRole(f"{name}-role", metadata=meta.ObjectMetaArgs(name=NAME),
                                 rules=rules(config.scheduler.kind), opts=child)
-        rbac.ClusterRoleBinding(
-            f"{name}-binding", metadata=meta.ObjectMetaArgs(name=NAME),
-            role_ref=rbac.RoleRefArgs(api_group=RBAC_GROUP, kind="ClusterRole", name=role.metadata.name),
-            subjects=[rbac.SubjectArgs(kind="ServiceAccount", name=account.metadata.name, namespace=ns)],
-            opts=child)
+        for team in teams:
+            rbac.RoleBinding(
+                f"{name}-binding-{team}", metadata=meta.ObjectMetaArgs(name=NAME, namespace=team),
+                role_ref=rbac.RoleRefArgs(api_group=RBAC_GROUP, kind="ClusterRole", name=role.metadata.name),
+                subjects=[rbac.SubjectArgs(kind="ServiceAccount", name=account.metadata.name, namespace=ns)],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[namespaces[team]]))
         script = core.ConfigMap(f"{name}-script", metadata=meta.ObjectMetaArgs(name=NAME, namespace=ns),
                                 data={SCRIPT.name: SCRIPT.read_text()}, opts=child)
         env = [core.EnvVarArgs(name=k, value=v) for k, v in environment(config, prometheus_url).items()]

@@ -1,0 +1,97 @@
+"""Per-pool GPU caps: a team's GPU pods may only ever run on pools the team has a share of.
+
+The namespace ResourceQuota counts in resource names, and pools advertise overlapping ones (H100s, time-sliced
+replicas and single-strategy MIG slices are all `nvidia.com/gpu`), so it caps a team's sum, not its share of one
+pool. Kueue's ClusterQueue caps each pool separately (one ResourceFlavor per pool, nominal quota plus borrowing
+per flavor) and writes the flavor's `gpu-platform.io/pool` nodeSelector into every pod it admits; the hole is a
+pod that reaches the scheduler without Kueue. This ValidatingAdmissionPolicy closes it: in a team namespace, a pod
+requesting any `nvidia.com/*` resource must either still be held by a scheduling gate (Kueue's pod integration
+gates pods until it admits them, and nothing schedules a gated pod) or carry a `gpu-platform.io/pool` nodeSelector
+naming one of the team's pools (`teams[].quotas`). It is checked when a pod becomes schedulable (created ungated,
+or its last gate removed); the kubelet re-checks the nodeSelector, so `spec.nodeName` does not escape it either.
+
+Why not per-pool resource names (device-plugin renaming): the device plugin renames only shared (time-sliced or
+MPS) resources, and renamed resources break every job spec and chart that asks for `nvidia.com/gpu`.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes.admissionregistration.v1 as admission
+import pulumi_kubernetes.meta.v1 as meta
+
+from components.clouds.labels import POOL_LABEL
+from components.config.model import PlatformConfig
+
+POLICY = "gpu-platform-gpu-pools"
+GPU_PREFIX = "nvidia.com/"  # whole GPUs, shared replicas and every MIG profile
+
+
+def team_pools(config: PlatformConfig) -> dict[str, list[str]]:
+    """The pools each team may place GPU pods on: those in its quotas (a 0 entry is its borrowing reach)."""
+    return {team.name: sorted(team.quotas) for team in config.teams}
+
+
+def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
+    """The policy spec: match pods in team namespaces, then the CEL deciding whether a GPU pod may be admitted."""
+    table = json.dumps(team_pools(config), sort_keys=True)
+    pool = json.dumps(POOL_LABEL)
+
+    def asks_gpu(field: str) -> str:
+        return f"(has(c.resources.{field}) && c.resources.{field}.exists(r, r.startsWith({json.dumps(GPU_PREFIX)})))"
+
+    variables = [
+        {"name": "teamPools", "expression": table},
+        {"name": "team", "expression": f"namespaceObject.metadata.labels[{json.dumps(team_label)}]"},
+        # A team label the table does not know (a namespace labelled by hand) may use no pool at all.
+        {"name": "pools", "expression": "variables.team in variables.teamPools ? variables.teamPools[variables.team] "
+                                        ": []"},
+        {"name": "containers", "expression": "object.spec.containers + (has(object.spec.initContainers) ? "
+                                             "object.spec.initContainers : [])"},
+        {"name": "gpu", "expression": f"variables.containers.exists(c, has(c.resources) && "
+                                      f"({asks_gpu('limits')} || {asks_gpu('requests')}))"},
+        {"name": "gated", "expression": "has(object.spec.schedulingGates) && size(object.spec.schedulingGates) > 0"},
+        # A pod becomes schedulable at creation or when its last gate is removed; an ungated pod's nodeSelector is
+        # immutable, so later updates (labels, annotations) of running pods have nothing new to check.
+        {"name": "becomesSchedulable", "expression": 'request.operation == "CREATE" || '
+                                                     "(has(oldObject.spec.schedulingGates) && "
+                                                     "size(oldObject.spec.schedulingGates) > 0)"},
+        {"name": "pool", "expression": f"has(object.spec.nodeSelector) && {pool} in object.spec.nodeSelector ? "
+                                       f"object.spec.nodeSelector[{pool}] : \"\""},
+    ]
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "namespaceSelector": {"matchExpressions": [{"key": team_label, "operator": "Exists"}]},
+            "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                               "resources": ["pods"], "scope": "Namespaced"}],
+        },
+        "variables": variables,
+        "validations": [{
+            "expression": "!variables.gpu || variables.gated || !variables.becomesSchedulable || "
+                          "variables.pool in variables.pools",
+            "message": f"a GPU pod in a team namespace must be admitted by the team's queue or carry nodeSelector "
+                       f"{POOL_LABEL} naming one of the team's pools (teams[].quotas)",
+            "reason": "Forbidden",
+        }],
+    }
+
+
+class GpuPoolAdmission(pulumi.ComponentResource):
+    """The admission policy keeping each team's GPU pods on its own pools, and its binding."""
+
+    TYPE = "gpu-platform:tenancy:GpuPoolAdmission"
+
+    def __init__(self, name: str, config: PlatformConfig, team_label: str,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__(self.TYPE, name, {"policy": POLICY, "teamPools": team_pools(config)}, opts)
+        policy = admission.ValidatingAdmissionPolicy(
+            f"{name}-policy", metadata=meta.ObjectMetaArgs(name=POLICY), spec=pool_rules(config, team_label),
+            opts=pulumi.ResourceOptions(parent=self))
+        admission.ValidatingAdmissionPolicyBinding(
+            f"{name}-binding", metadata=meta.ObjectMetaArgs(name=POLICY),
+            spec={"policyName": POLICY, "validationActions": ["Deny"]},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]))
+        self.register_outputs({"policy": POLICY})
