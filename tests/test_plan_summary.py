@@ -72,8 +72,9 @@ def test_layer_counts_add_up_to_the_plan(aws_prod):
     counts = layer_counts(aws_prod)
     assert set(counts) == {"cluster", "gpu", "autoscaling", "scheduling", "tenancy", "observability", "policy"}
     assert sum(c + r for c, r in counts.values()) == len(aws_prod.resources)
-    assert counts["tenancy"] == (3, sum(1 for r in aws_prod.resources if r.custom and r.parent.endswith(
-        ("::applied", "::research", "::serving")) and "tenancy:Team" in r.parent))
+    tenancy = [r for r in aws_prod.resources if r.type.startswith("gpu-platform:tenancy:")]
+    assert counts["tenancy"] == (len(tenancy), sum(1 for r in aws_prod.resources if r.custom and any(
+        r.parent.endswith(f"{t.type}::{t.name}") for t in tenancy)))
 
 
 def test_json_output_keeps_its_documented_shape(tmp_path):
