@@ -41,16 +41,25 @@ def test_networks_are_kept_in_order(raw):
     assert validate(public(raw, authorizedNetworks=OFFICE)).cluster.authorized_networks == tuple(OFFICE)
 
 
+REQUIRED = ("is required when cluster.privateEndpoint is false (the default outside production): list the IPv4 CIDRs "
+            "that may reach the public API endpoint, e.g. [203.0.113.0/24]")
+
+
 def test_public_production_endpoint_needs_networks(raw):
-    assert problems(public(raw)) == {
-        "cluster.authorizedNetworks": "is required in production when cluster.privateEndpoint is false: list the "
-                                      "IPv4 CIDRs that may reach the public API endpoint, e.g. [203.0.113.0/24]"}
+    assert problems(public(raw)) == {"cluster.authorizedNetworks": REQUIRED}
     assert "cluster.authorizedNetworks" in problems(public(raw, authorizedNetworks=[]))
 
 
-def test_public_development_endpoint_may_stay_open(raw):
+@pytest.mark.parametrize("environment", ["staging", "development"])
+def test_public_endpoint_without_networks_warns_elsewhere(raw, environment):
+    # ...and GPU013 (mandatory) fails `check` on it: tests/test_policy_endpoints.py.
+    raw["environment"] = environment
+    assert f"cluster.authorizedNetworks: {REQUIRED}" in validate(public(raw)).warnings
+
+
+def test_development_may_open_the_endpoint_only_by_saying_so(raw):
+    # Config takes an explicit 0.0.0.0/0 outside production; GPU013 then fails the plan unless it is exempted.
     raw["environment"] = "development"
-    assert validate(raw).cluster.authorized_networks == ()
     assert validate(public(raw, authorizedNetworks=["0.0.0.0/0"])).cluster.authorized_networks == ("0.0.0.0/0",)
 
 
@@ -105,10 +114,11 @@ def test_eks_public_endpoint_is_limited_to_the_networks():
     assert cluster.inputs["vpcConfig"]["publicAccessCidrs"] == OFFICE
 
 
-def test_eks_private_and_open_development_endpoints_name_no_cidrs():
-    for stack in ("aws-prod", "aws-dev"):
-        cluster, = plan_stack(stack).of_type("aws:eks/cluster:Cluster")
-        assert "publicAccessCidrs" not in cluster.inputs["vpcConfig"]
+def test_eks_private_endpoint_names_no_cidrs_and_the_dev_stack_lists_its_networks():
+    cluster, = plan_stack("aws-prod").of_type("aws:eks/cluster:Cluster")
+    assert "publicAccessCidrs" not in cluster.inputs["vpcConfig"]
+    cluster, = plan_stack("aws-dev").of_type("aws:eks/cluster:Cluster")
+    assert cluster.inputs["vpcConfig"]["publicAccessCidrs"] == ["203.0.113.0/24"]
 
 
 def test_aks_public_endpoint_is_limited_to_the_networks():
@@ -135,8 +145,8 @@ def test_limited_public_endpoint_passes_the_private_endpoint_policy(stack, tmp_p
 
 def test_adopted_cluster_takes_no_networks(raw):
     raw["cluster"].update(existingKubeconfig="apiVersion: v1", authorizedNetworks=OFFICE, privateEndpoint=False)
-    assert problems(raw) == {"cluster.authorizedNetworks": "is applied to a cluster this stack creates; with "
-                                                           "cluster.existingKubeconfig limit the endpoint where that "
-                                                           "cluster is managed"}
+    warnings = validate(raw).warnings
+    assert "cluster.authorizedNetworks: does nothing with cluster.existingKubeconfig (the stack creates no cluster); " \
+           "limit the endpoint where that cluster is managed" in warnings
     del raw["cluster"]["authorizedNetworks"]
     assert validate(raw).cluster.authorized_networks == ()  # nothing to require either: the endpoint is not ours

@@ -18,7 +18,7 @@ GPU_NODE_POOL = "gpu-platform:cluster:GpuNodePool"
 DEV_OVERRIDES = {
     "gpu-platform:environment": "development",
     "gpu-platform:cluster": {
-        "name": "ml-dev-aks", "region": "westeurope",
+        "name": "ml-dev-aks", "region": "westeurope", "authorizedNetworks": ["203.0.113.0/24"],
         "azure": {"resourceGroup": "shared-rg", "zones": [1, 2],
                   "vnetSubnetId": "/subscriptions/0/resourceGroups/net/providers/Microsoft.Network/"
                                   "virtualNetworks/hub/subnets/aks"},
@@ -178,7 +178,7 @@ def test_development_cluster_uses_given_network_and_local_accounts(dev):
     assert cluster.options["protect"] is False
     inputs = cluster.inputs
     assert inputs["resourceGroupName"] == "shared-rg"
-    assert inputs["apiServerAccessProfile"] == {"enablePrivateCluster": False}
+    assert inputs["apiServerAccessProfile"] == {"enablePrivateCluster": False, "authorizedIPRanges": ["203.0.113.0/24"]}
     assert inputs["disableLocalAccounts"] is False and "aadProfile" not in inputs
     assert inputs["sku"]["tier"] == "Free"
     assert inputs["agentPoolProfiles"][0]["vnetSubnetID"].endswith("/subnets/aks")

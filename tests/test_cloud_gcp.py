@@ -18,7 +18,7 @@ GPU_NODE_POOL = "gpu-platform:cluster:GpuNodePool"
 # A variant: existing network, the GPU Operator owning every driver (GKE allows one owner cluster-wide), reservations.
 VARIANT_OVERRIDES = {
     "gpu-platform:environment": "staging",
-    "gpu-platform:cluster": {"name": "ml-stage-gke", "region": "us-east4",
+    "gpu-platform:cluster": {"name": "ml-stage-gke", "region": "us-east4", "authorizedNetworks": ["203.0.113.0/24"],
                              "gcp": {"project": "acme-stage", "network": "shared-vpc", "subnetwork": "gke-nodes",
                                      "zones": ["us-east4-a", "us-east4-c", "us-east4-b"]}},
     "gpu-platform:gpuPools": [
@@ -185,7 +185,7 @@ def test_development_cluster_has_public_endpoint_and_can_be_deleted(dev):
     assert cluster.options["protect"] is False and cluster.inputs["deletionProtection"] is False
     assert cluster.inputs["privateClusterConfig"]["enablePrivateEndpoint"] is False
     assert cluster.inputs["privateClusterConfig"]["enablePrivateNodes"] is True
-    assert "masterAuthorizedNetworksConfig" not in cluster.inputs
+    assert [b["cidrBlock"] for b in cluster.inputs["masterAuthorizedNetworksConfig"]["cidrBlocks"]] == ["203.0.113.0/24"]
     assert cluster.inputs["nodeLocations"] == ["europe-west4-a", "europe-west4-b"]
     assert accelerator(dev, "ml-dev-gke", "l4-train") == {
         "type": "nvidia-l4", "count": 4, "gpuDriverInstallationConfig": {"gpuDriverVersion": "DEFAULT"}}
@@ -210,7 +210,8 @@ def test_kubeconfig_uses_gke_auth_plugin():
 
 GCP_RAW = {
     "cloud": "gcp",
-    "cluster": {"name": "ml", "region": "us-central1", "gcp": {"project": "p", "zones": ["us-central1-a"]}},
+    "cluster": {"name": "ml", "region": "us-central1", "authorizedNetworks": ["203.0.113.0/24"],
+                "gcp": {"project": "p", "zones": ["us-central1-a"]}},
     "gpuPools": [{"name": "a100", "instanceType": "a2-ultragpu-8g", "maxNodes": 2,
                   "sharing": {"mode": "mig", "migProfile": "all-1g.10gb"}}],
     "teams": [{"name": "serving", "quotas": {"a100": 8}}],

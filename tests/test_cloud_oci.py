@@ -34,6 +34,7 @@ DEV = textwrap.dedent("""\
       gpu-platform:cluster:
         name: ml-dev-oke
         region: us-phoenix-1
+        authorizedNetworks: [203.0.113.0/24]
         kubernetesVersion: "1.32"
         systemPool: {instanceType: VM.Standard3.Flex, minNodes: 1, maxNodes: 2}
         oci:
@@ -344,7 +345,8 @@ def _raw(**oci):
     base.update(oci)
     return {
         "cloud": "oci",
-        "cluster": {"name": "oke", "region": "us-ashburn-1", "oci": {k: v for k, v in base.items() if v is not None}},
+        "cluster": {"name": "oke", "region": "us-ashburn-1", "authorizedNetworks": ["203.0.113.0/24"],
+                    "oci": {k: v for k, v in base.items() if v is not None}},
         "gpuPools": [{"name": "h100", "instanceType": "BM.GPU.H100.8", "maxNodes": 2}],
         "teams": [{"name": "research", "quotas": {"h100": 16}}],
     }

@@ -47,6 +47,7 @@ def one(plan, type_, name):
 RAW = {
     "cloud": "gcp",
     "cluster": {"name": "ml", "region": "us-central1", "systemPool": {"minNodes": 1, "maxNodes": 3},
+                "authorizedNetworks": ["203.0.113.0/24"],
                 "gcp": {"project": "p", "zones": ["us-central1-a", "us-central1-b"]}},
     "gpuPools": [{"name": "l4", "instanceType": "g2-standard-24", "minNodes": 1, "maxNodes": 4}],
     "teams": [{"name": "serving", "quotas": {"l4": 8}}],
@@ -191,8 +192,7 @@ def test_node_service_account_id_fits_gcp_limits():
 
 # --- authorized networks ------------------------------------------------------------------------------------------
 
-def test_public_endpoint_is_limited_to_the_authorized_networks(dev, dev_authorized):
-    assert "masterAuthorizedNetworksConfig" not in one(dev, CLUSTER, "ml-dev-gke-gke").inputs
+def test_public_endpoint_is_limited_to_the_authorized_networks(dev_authorized):
     inputs = one(dev_authorized, CLUSTER, "ml-dev-gke-gke").inputs
     assert inputs["privateClusterConfig"]["enablePrivateEndpoint"] is False
     assert inputs["masterAuthorizedNetworksConfig"] == {

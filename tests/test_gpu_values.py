@@ -41,7 +41,8 @@ OPERATOR_SHARING = {"aws", "azure", "oci"}  # sharing_via == "operator"; GKE use
 def raw_config(cloud: str, pools: list[dict], **top) -> dict:
     extras = CLOUDS[cloud][0]
     profile_extras = set(profile(cloud).extras)
-    cluster = {"name": "c1", "region": "r1", cloud: {k: v for k, v in extras.items() if k in profile_extras}}
+    cluster = {"name": "c1", "region": "r1", "authorizedNetworks": ["203.0.113.0/24"],
+               cloud: {k: v for k, v in extras.items() if k in profile_extras}}
     return {"cloud": cloud, "cluster": cluster, "gpuPools": pools,
             "teams": [{"name": "t1", "quotas": {pools[0]["name"]: 1}}], **top}
 

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from components.config.errors import ConfigError
 from conftest import ROOT
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.mocks import fake_id
@@ -31,15 +32,6 @@ def public_authorized():
     cluster = copy.deepcopy(PROD_CLUSTER)
     cluster.update(privateEndpoint=False, authorizedNetworks=["203.0.113.0/24", "198.51.100.0/25"])
     return plan_stack("oci-prod", config_overrides={"gpu-platform:cluster": cluster})
-
-
-@pytest.fixture(scope="module")
-def public_open():
-    cluster = copy.deepcopy(PROD_CLUSTER)
-    cluster["privateEndpoint"] = False
-    # Production refuses a public endpoint without authorized networks; a development stack may still open it.
-    return plan_stack("oci-prod", config_overrides={"gpu-platform:cluster": cluster,
-                                                    "gpu-platform:environment": "development"})
 
 
 def one(plan, type_, name):
@@ -127,10 +119,15 @@ def test_authorized_networks_reach_a_public_endpoint_through_an_nsg_only(public_
     assert "0.0.0.0/0" not in sources and sources == ["10.0.0.0/16", "10.0.0.0/16"]
 
 
-def test_without_authorized_networks_nothing_changes(prod, public_open):
-    assert not prod.of_type(NSG) and not public_open.of_type(NSG)
+def test_a_private_endpoint_gets_no_nsg(prod):
+    assert not prod.of_type(NSG)
     assert "nsgIds" not in one(prod, "oci:ContainerEngine/cluster:Cluster", "ml-prod-oke-cluster").inputs[
         "endpointConfig"]
-    sources = [r["source"] for r in one(public_open, "oci:Core/securityList:SecurityList",
-                                        "ml-prod-oke-network-endpoint-sl").inputs["ingressSecurityRules"]]
-    assert sources[0] == "0.0.0.0/0"
+
+
+def test_a_public_endpoint_without_authorized_networks_is_refused_in_production():
+    cluster = copy.deepcopy(PROD_CLUSTER)
+    cluster["privateEndpoint"] = False
+    with pytest.raises(ConfigError) as info:
+        plan_stack("oci-prod", config_overrides={"gpu-platform:cluster": cluster})
+    assert [p.path for p in info.value.problems] == ["cluster.authorizedNetworks"]

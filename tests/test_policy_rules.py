@@ -177,7 +177,7 @@ def test_one_changed_field_fails_exactly_that_rule(case):
     # Removing the recording rules also breaks the idle alert built on them.
     assert set(ids(report)) == {rule, *(also[0] if also else ())}
     assert any(expected in f.message for f in report.findings), [f.message for f in report.findings]
-    advisory = rule in ("GPU009", "GPU012", "GPU013")
+    advisory = rule in ("GPU009", "GPU012")
     assert report.exit_code() == (0 if advisory else 1)
 
 

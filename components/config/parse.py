@@ -128,14 +128,17 @@ def _authorized_networks(sec: Section, prof: CloudProfile | None, production: bo
             continue
         networks.append(str(net))
     if networks and sec.has("existingKubeconfig"):
-        problems.add(path, "is applied to a cluster this stack creates; with cluster.existingKubeconfig limit the "
-                           "endpoint where that cluster is managed")
+        problems.warn(path, "does nothing with cluster.existingKubeconfig (the stack creates no cluster); limit the "
+                            "endpoint where that cluster is managed")
     elif networks and private and prof and prof.authorized_networks_public_only:
         problems.add(path, f"limits a public endpoint only on {prof.service}, and cluster.privateEndpoint is true; "
                            "remove it or set privateEndpoint: false")
-    if production and not private and not sec.has("existingKubeconfig") and not sec.raw.get("authorizedNetworks"):
-        problems.add(path, "is required in production when cluster.privateEndpoint is false: list the IPv4 CIDRs "
-                           "that may reach the public API endpoint, e.g. [203.0.113.0/24]")
+    # Outside production an open endpoint is a warning here and a failing GPU013 in `check` (exemptable): a dev
+    # cluster holds the same cloud credentials and GPU quota, and is scanned just as fast.
+    if not private and not sec.has("existingKubeconfig") and not sec.raw.get("authorizedNetworks"):
+        (problems.add if production else problems.warn)(
+            path, "is required when cluster.privateEndpoint is false (the default outside production): list the "
+                  "IPv4 CIDRs that may reach the public API endpoint, e.g. [203.0.113.0/24]")
     return tuple(networks)
 
 

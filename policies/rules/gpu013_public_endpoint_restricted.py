@@ -35,9 +35,10 @@ RULE = stack_rule(
                "(without `gcpPublicCidrsAccessEnabled`), OKE the endpoint's NSGs (`endpointConfig.nsgIds`) and "
                "their ingress rules. The allow-list is measured as in GPU011 (more than "
                f"1/{OPEN_SHARE.denominator} of an address family is open). Production stacks are GPU011's "
-               "(mandatory); this rule is advisory so existing development stacks are told before they are "
-               "blocked."),
-    severity=Severity.MEDIUM, enforcement=EnforcementLevel.ADVISORY,
+               "(mandatory, critical); this one is mandatory too, since the stack config requires "
+               "`cluster.authorizedNetworks` for every public endpoint; an open development endpoint needs an "
+               "exemption with a reason and an expiry."),
+    severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,
     remediation=(
         "List the networks that administer the cluster in `cluster.authorizedNetworks` (office, VPN, CI egress).",
         "Or make the endpoint private (`cluster.privateEndpoint: true`) and reach it through the VPC.",
