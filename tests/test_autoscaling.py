@@ -12,8 +12,7 @@ import yaml
 
 from components.autoscaling import layer
 from components.autoscaling.priorities import expander_priorities
-from components.autoscaling.values import (CHART_VERSION, IMAGE_TAG, deep_merge, gpu_utilization_threshold,
-                                           shared_values)
+from components.autoscaling.values import CHART_VERSION, deep_merge, gpu_utilization_threshold, shared_values
 from components.clouds import cluster_class
 from components.clouds.base import PlatformCluster
 from components.config import ConfigError, validate
@@ -59,8 +58,7 @@ def test_release_is_pinned_in_kube_system(plans, stack):
     assert rel.inputs["namespace"] == "kube-system"
     assert rel.inputs["name"] == "cluster-autoscaler"
     assert rel.inputs["values"]["image"] == {"repository": "registry.k8s.io/autoscaling/cluster-autoscaler",
-                                             "tag": "v1.33.0"}
-    assert IMAGE_TAG == "v1.33.0"
+                                             "tag": "v1.35.1"}  # the stacks' Kubernetes 1.35
     component = next(r for r in plans[stack].resources if r.urn == rel.parent)
     assert component.type == "gpu-platform:autoscaling:ClusterAutoscaler"
 

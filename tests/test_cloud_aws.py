@@ -198,7 +198,7 @@ def test_node_groups_follow_the_cluster_and_node_role_policies(prod):
     for group in prod.of_type(NODE_GROUP):
         assert cluster.urn in group.options["dependsOn"]
         assert grants <= set(group.options["dependsOn"])
-        assert group.inputs["version"] == "1.33"
+        assert group.inputs["version"] == "1.35"
 
 
 def test_node_group_names_fit_eks_limit():
@@ -224,7 +224,7 @@ def test_production_cluster_is_private_protected_encrypted(prod):
     assert cluster.inputs["accessConfig"] == {"authenticationMode": "API_AND_CONFIG_MAP",
                                               "bootstrapClusterCreatorAdminPermissions": True}
     assert cluster.inputs["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
-    assert (cluster.inputs["name"], cluster.inputs["version"]) == ("ml-prod", "1.33")
+    assert (cluster.inputs["name"], cluster.inputs["version"]) == ("ml-prod", "1.35")
 
 
 def test_development_cluster_is_public_unprotected(dev, existing):
