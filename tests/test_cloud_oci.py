@@ -25,7 +25,7 @@ NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
 GPU_POOL = "gpu-platform:cluster:GpuNodePool"
 PROD = read_stack_config(ROOT / "stacks" / "Pulumi.oci-prod.yaml")
 PROD_EXTRAS = PROD["gpu-platform:cluster"]["oci"]
-MOCK_ADS = ["Offline:AD-1", "Offline:AD-2", "Offline:AD-3"]
+MOCK_ADS = ["Offline:US-ASHBURN-AD-1", "Offline:US-ASHBURN-AD-2", "Offline:US-ASHBURN-AD-3"]  # the offline answer for us-ashburn-1
 
 DEV = textwrap.dedent("""\
     config:

@@ -138,7 +138,7 @@ def run_program(stack: str, config: dict[str, Any], program: Callable[[], None] 
 
     settings.ROOT.set(None)  # mocks are process-wide: start every plan from a fresh root stack
     set_all_config({k: v if isinstance(v, str) else json.dumps(v, default=str) for k, v in config.items()})
-    monitor = RecordingMonitor(StrictMocks())
+    monitor = RecordingMonitor(StrictMocks(config))
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
     with _no_cyclic_gc():
         program()
