@@ -7,6 +7,8 @@ from typing import Any
 from google.protobuf import json_format
 from pulumi.runtime.mocks import MockMonitor
 
+from gpu_platform.engine.schema import SchemaProblem, check_resource
+
 
 @dataclass
 class Registration:
@@ -31,6 +33,7 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks) -> None:
         super().__init__(mocks)
         self.registrations: list[Registration] = []
+        self.schema_problems: list[SchemaProblem] = []  # reported together once the program has run
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         # The real engine leaves the root Stack out of child URNs' qualified types; the stock mock does not.
@@ -50,4 +53,5 @@ class RecordingMonitor(MockMonitor):
             depends_on=sorted(set(request.dependencies)), inputs=inputs,
             alias_types=[alias.spec.type for alias in request.aliases if alias.spec.type],
         ))
+        self.schema_problems.extend(check_resource(request.type, response.urn, inputs, request.custom))
         return response
