@@ -107,9 +107,12 @@ class StrictMocks(pulumi.runtime.Mocks):
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         self.inputs: dict[tuple[str, str], dict[str, Any]] = {}
         self.config = config or {}  # the stack config as the CLI passes it, for regions
+        self.refused: set[tuple[str, str]] = set()  # (type, name) whose inputs the provider schema refuses
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         self.inputs[(args.typ, args.name)] = args.inputs
+        if (args.typ, args.name) in self.refused:
+            return fake_id(args.typ, args.name), {}
         computed = _COMPUTED.get(args.typ)
         outputs = {**args.inputs, **(computed(args.name, args.inputs) if computed else {})}
         return fake_id(args.typ, args.name), outputs

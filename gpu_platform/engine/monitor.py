@@ -42,16 +42,21 @@ class RecordingMonitor(MockMonitor):
         return super().make_urn(parent, type_, name)
 
     def RegisterResource(self, request):
-        response = super().RegisterResource(request)
         if request.type == "pulumi:pulumi:Stack":
-            return response
+            return super().RegisterResource(request)
         # The wire object is read as JSON here: deserializing properties again inside the monitor deadlocks.
         inputs = json_format.MessageToDict(request.object, preserving_proto_field_name=True)
+        urn = self.make_urn(request.parent, request.type, request.name)
+        problems = check_resource(request.type, urn, inputs, request.custom)
+        if problems:
+            # Echoed back, a value of the wrong type fails the SDK's output reading first, with a worse message.
+            self.mocks.refused.add((request.type, request.name))
+            self.schema_problems.extend(problems)
+        response = super().RegisterResource(request)
         self.registrations.append(Registration(
             urn=response.urn, type=request.type, name=request.name, parent=request.parent, custom=request.custom,
             provider=request.provider, protect=bool(request.protect), ignore_changes=list(request.ignoreChanges),
             depends_on=sorted(set(request.dependencies)), inputs=inputs,
             alias_types=[alias.spec.type for alias in request.aliases if alias.spec.type],
         ))
-        self.schema_problems.extend(check_resource(request.type, response.urn, inputs, request.custom))
         return response

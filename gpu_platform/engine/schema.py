@@ -16,6 +16,7 @@ import enum
 import importlib
 import inspect
 import re
+import sys
 import typing
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -134,7 +135,18 @@ def _resource_class(type_: str) -> type | None:
     for module in rpc._RESOURCE_MODULES.get(f"{pkg}:{mod}", []):
         info = getattr(module, "mod_info", None)
         if info and type_ in info.get("classes", {}):
-            return getattr(importlib.import_module(info["fqn"]), info["classes"][type_])
+            fqn, name = info["fqn"], info["classes"][type_]
+            return getattr(importlib.import_module(fqn), name, None) or _class_in_submodule(fqn, name)
+    return None
+
+
+def _class_in_submodule(package: str, name: str) -> type | None:
+    """The class from the submodule that defines it, when only that submodule was imported (the package's own
+    namespace then lacks it)."""
+    for module_name, module in list(sys.modules.items()):
+        cls = getattr(module, name, None) if module_name.startswith(f"{package}.") else None
+        if isinstance(cls, type) and cls.__module__ == module_name:
+            return cls
     return None
 
 
