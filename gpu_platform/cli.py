@@ -7,6 +7,7 @@ import os
 import sys
 
 from components.config import ConfigError
+from gpu_platform.engine.schema import ProviderSchemaError
 
 # Subcommands in help order; each module has `add_parser(subparsers)` and `run(args) -> int`.
 COMMANDS = ("validate", "catalog", "plan", "check", "simulate")
@@ -27,6 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return modules[args.command].run(args)
     except ConfigError as exc:
+        print(exc.render(), file=sys.stderr)
+        return USAGE_ERROR
+    except ProviderSchemaError as exc:
+        # A program bug `pulumi up` would hit at the provider: refused before anything is shown as planned.
         print(exc.render(), file=sys.stderr)
         return USAGE_ERROR
     except UsageError as exc:

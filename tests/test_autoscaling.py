@@ -10,10 +10,10 @@ import pulumi
 import pytest
 import yaml
 
+from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION
 from components.autoscaling import layer
 from components.autoscaling.priorities import expander_priorities
-from components.autoscaling.values import (CHART_VERSION, IMAGE_TAG, deep_merge, gpu_utilization_threshold,
-                                           shared_values)
+from components.autoscaling.values import CHART_VERSION, deep_merge, gpu_utilization_threshold, shared_values
 from components.clouds import cluster_class
 from components.clouds.base import PlatformCluster
 from components.config import ConfigError, validate
@@ -59,8 +59,7 @@ def test_release_is_pinned_in_kube_system(plans, stack):
     assert rel.inputs["namespace"] == "kube-system"
     assert rel.inputs["name"] == "cluster-autoscaler"
     assert rel.inputs["values"]["image"] == {"repository": "registry.k8s.io/autoscaling/cluster-autoscaler",
-                                             "tag": "v1.33.0"}
-    assert IMAGE_TAG == "v1.33.0"
+                                             "tag": "v1.35.1"}  # the stacks' Kubernetes 1.35
     component = next(r for r in plans[stack].resources if r.urn == rel.parent)
     assert component.type == "gpu-platform:autoscaling:ClusterAutoscaler"
 
@@ -237,7 +236,7 @@ def test_aks_managed_autoscaler_prefers_spot_through_the_priority_expander_confi
     (config_map,) = [r for r in plan.of_type("kubernetes:core/v1:ConfigMap")
                      if r.inputs["metadata"]["name"] == "cluster-autoscaler-priority-expander"]
     assert config_map.inputs["metadata"]["namespace"] == "kube-system"
-    kubernetes_validate.validate(config_map.inputs, "1.33", strict=True)
+    kubernetes_validate.validate(config_map.inputs, DEFAULT_KUBERNETES_VERSION, strict=True)
     tiers = yaml.safe_load(config_map.inputs["data"]["priorities"])
     assert tiers == {20: ["^aks-a10spot-[0-9]+-vmss$"],
                      10: ["^aks-h100train-[0-9]+-vmss$", "^aks-a100infer-[0-9]+-vmss$"],

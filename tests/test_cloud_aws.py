@@ -51,7 +51,7 @@ config:
 # Created VPC with a Capacity Block zone, and a mixed MIG strategy (one layout with several profiles).
 MIXED = {
     "gpu-platform:cluster": {"name": "ml-mixed", "region": "us-east-1", "aws": {
-        "capacityBlocks": {"h100-block": {"reservationId": "cr-0fedcba9876543210", "availabilityZone": "offline-1b"}}}},
+        "capacityBlocks": {"h100-block": {"reservationId": "cr-0fedcba9876543210", "availabilityZone": "us-east-1b"}}}},
     "gpu-platform:gpuPools": [
         {"name": "a100-balanced", "instanceType": "p4de.24xlarge", "maxNodes": 2, "workload": "inference",
          "sharing": {"mode": "mig", "migProfile": "all-balanced"}},
@@ -197,7 +197,7 @@ def test_node_groups_follow_the_cluster_and_node_role_policies(prod):
     for group in prod.of_type(NODE_GROUP):
         assert cluster.urn in group.options["dependsOn"]
         assert grants <= set(group.options["dependsOn"])
-        assert group.inputs["version"] == "1.33"
+        assert group.inputs["version"] == "1.35"
 
 
 def test_node_group_names_fit_eks_limit():
@@ -223,7 +223,7 @@ def test_production_cluster_is_private_protected_encrypted(prod):
     assert cluster.inputs["accessConfig"] == {"authenticationMode": "API_AND_CONFIG_MAP",
                                               "bootstrapClusterCreatorAdminPermissions": True}
     assert cluster.inputs["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
-    assert (cluster.inputs["name"], cluster.inputs["version"]) == ("ml-prod", "1.33")
+    assert (cluster.inputs["name"], cluster.inputs["version"]) == ("ml-prod", "1.35")
 
 
 def test_development_cluster_is_public_unprotected(dev, existing):
@@ -282,7 +282,7 @@ def test_created_vpc_spans_three_zones_with_eks_subnet_tags(prod):
     subnets = {r.name: r.inputs for r in prod.of_type("aws:ec2/subnet:Subnet")}
     private = [subnets[f"ml-prod-private-{i}"] for i in range(3)]
     public = [subnets[f"ml-prod-public-{i}"] for i in range(3)]
-    assert [s["availabilityZone"] for s in private] == ["offline-1a", "offline-1b", "offline-1c"]
+    assert [s["availabilityZone"] for s in private] == ["us-east-1a", "us-east-1b", "us-east-1c"]
     assert all(s["tags"]["kubernetes.io/role/internal-elb"] == "1" for s in private)
     assert all(s["tags"]["kubernetes.io/role/elb"] == "1" for s in public)
     assert [s["cidrBlock"] for s in private] == ["10.40.0.0/18", "10.40.64.0/18", "10.40.128.0/18"]
@@ -340,7 +340,7 @@ def test_capacity_block_pool_launches_through_a_template_in_its_zone(mixed, exis
     assert group.inputs["launchTemplate"]["version"] == "1"
     assert group.inputs["launchTemplate"]["id"].startswith("ml-mixed-h100-block-launch-template-")
     assert "instanceTypes" not in group.inputs and "diskSize" not in group.inputs
-    assert [s.rsplit("-", 1)[0] for s in group.inputs["subnetIds"]] == ["ml-mixed-private-1"]  # offline-1b
+    assert [s.rsplit("-", 1)[0] for s in group.inputs["subnetIds"]] == ["ml-mixed-private-1"]  # us-east-1b
     # On existing subnets the block's zone is looked up among them (offline: the first id).
     assert gpu_groups(existing)["gpu-h100-block"].inputs["subnetIds"] == ["subnet-0aaa"]
 

@@ -165,7 +165,7 @@ def test_production_cluster_is_private_and_protected(prod):
     assert inputs["masterAuthorizedNetworksConfig"] == {"gcpPublicCidrsAccessEnabled": False}
     assert inputs["workloadIdentityConfig"] == {"workloadPool": "acme-ml-prod.svc.id.goog"}
     assert inputs["removeDefaultNodePool"] is True and inputs["initialNodeCount"] == 1
-    assert inputs["releaseChannel"] == {"channel": "REGULAR"} and inputs["minMasterVersion"] == "1.33"
+    assert inputs["releaseChannel"] == {"channel": "REGULAR"} and inputs["minMasterVersion"] == "1.35"
     assert inputs["nodeLocations"] == ["us-central1-a", "us-central1-c"]
     assert inputs["ipAllocationPolicy"] == {"clusterSecondaryRangeName": "pods", "servicesSecondaryRangeName": "services"}
 

@@ -25,7 +25,7 @@ NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
 GPU_POOL = "gpu-platform:cluster:GpuNodePool"
 PROD = read_stack_config(ROOT / "stacks" / "Pulumi.oci-prod.yaml")
 PROD_EXTRAS = PROD["gpu-platform:cluster"]["oci"]
-MOCK_ADS = ["Offline:AD-1", "Offline:AD-2", "Offline:AD-3"]
+MOCK_ADS = ["Offline:US-ASHBURN-AD-1", "Offline:US-ASHBURN-AD-2", "Offline:US-ASHBURN-AD-3"]  # the offline answer for us-ashburn-1
 
 DEV = textwrap.dedent("""\
     config:
@@ -35,7 +35,7 @@ DEV = textwrap.dedent("""\
         name: ml-dev-oke
         region: us-phoenix-1
         authorizedNetworks: [203.0.113.0/24]
-        kubernetesVersion: "1.32"
+        kubernetesVersion: "1.34"
         systemPool: {instanceType: VM.Standard3.Flex, minNodes: 1, maxNodes: 2}
         oci:
           compartmentId: ocid1.compartment.oc1..dev
@@ -118,7 +118,7 @@ def taints_in_script(script: str) -> list[dict[str, str]]:
 def test_production_cluster_is_enhanced_private_vcn_native_and_protected(prod):
     cluster = one(prod, "oci:ContainerEngine/cluster:Cluster", "ml-prod-oke-cluster")
     assert cluster.inputs["type"] == "ENHANCED_CLUSTER"
-    assert cluster.inputs["kubernetesVersion"] == "v1.33.1"
+    assert cluster.inputs["kubernetesVersion"] == "v1.35.1"
     assert cluster.inputs["endpointConfig"]["isPublicIpEnabled"] is False
     assert cluster.inputs["clusterPodNetworkOptions"] == [{"cniType": "OCI_VCN_IP_NATIVE"}]
     assert cluster.inputs["compartmentId"] == PROD_EXTRAS["compartmentId"]
@@ -149,7 +149,7 @@ def test_production_network_keeps_api_and_nodes_private(prod):
 def test_development_endpoint_is_public(dev):
     cluster = one(dev, "oci:ContainerEngine/cluster:Cluster", "ml-dev-oke-cluster")
     assert cluster.inputs["endpointConfig"]["isPublicIpEnabled"] is True
-    assert cluster.inputs["kubernetesVersion"] == "v1.32.1"
+    assert cluster.inputs["kubernetesVersion"] == "v1.34.1"
     assert cluster.options["protect"] is False
     endpoint = one(dev, "oci:Core/subnet:Subnet", "ml-dev-oke-network-endpoint")
     assert endpoint.inputs["prohibitPublicIpOnVnic"] is False
@@ -189,7 +189,7 @@ def test_every_gpu_pool_has_one_node_pool_with_its_shape_image_size_and_labels(p
         assert nodes.inputs["nodeSourceDetails"] == {"imageId": PROD_EXTRAS["gpuImageId"], "sourceType": "IMAGE",
                                                      "bootVolumeSizeInGbs": "200"}
         assert nodes.inputs["nodeConfigDetails"]["size"] == pool.min_nodes
-        assert nodes.inputs["kubernetesVersion"] == "v1.33.1"
+        assert nodes.inputs["kubernetesVersion"] == "v1.35.1"
         assert {lbl["key"]: lbl["value"] for lbl in nodes.inputs["initialNodeLabels"]} == component.inputs["labels"]
         assert component.inputs["labels"]["gpu-platform.io/pool"] == pool.name
         assert "nodeShapeConfig" not in nodes.inputs  # GPU shapes are fixed-size
@@ -377,7 +377,7 @@ def test_unsupported_kubernetes_minor_on_oke_lists_the_offered_ones():
     raw = _raw()
     raw["cluster"]["kubernetesVersion"] = "1.30"
     assert _problems(raw)["cluster.kubernetesVersion"] == (
-        "'1.30' is not a version OKE offers here; allowed: 1.31, 1.32, 1.33")
+        "'1.30' is not a version OKE offers here; allowed: 1.34, 1.35")
 
 
 def test_mixed_mig_pool_from_zero_warns_on_oke_only():

@@ -10,7 +10,7 @@ import yaml
 
 from components.clouds import _CLUSTERS
 from components.clouds.labels import pool_labels
-from components.clouds.profiles import profile
+from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, profile
 from components.config import split_namespace, validate
 from components.gpu.dcgm import metrics_csv
 from components.gpu.layer import gpu_resources, gpu_resources_at_max
@@ -75,7 +75,7 @@ def operator_release(plan):
 
 def k8s_object(resource) -> dict:
     obj = json.loads(json.dumps(resource.inputs))
-    kubernetes_validate.validate(obj, "1.33", strict=True)
+    kubernetes_validate.validate(obj, DEFAULT_KUBERNETES_VERSION, strict=True)
     return obj
 
 

@@ -9,6 +9,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION
 from components.config import validate
 from components.scheduling.kueue import FRAMEWORKS
 from components.scheduling.priorities import CEILING_POLICY, TEMPLATE_PRIORITY_PATHS, uses_forbidden
@@ -21,7 +22,7 @@ from test_scheduling_stacks import by_name, planned, stack_config, whole
 
 PSA = "pod-security.kubernetes.io"
 NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
-K8S_SCHEMAS = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / "v1.33.0-local-strict"
+K8S_SCHEMAS = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / f"v{DEFAULT_KUBERNETES_VERSION}.0-local-strict"
 
 
 def teams_of(stack: str) -> list[dict]:
@@ -43,7 +44,7 @@ def with_reclaim(stack: str) -> dict:
 @pytest.mark.parametrize("stack", STACKS)
 def test_team_namespaces_enforce_baseline_and_audit_restricted_at_the_cluster_minor(stack):
     plan = planned(stack, "kueue")
-    version = "v" + str((stack_config(stack)["gpu-platform:cluster"]).get("kubernetesVersion", "1.33"))
+    version = "v" + str((stack_config(stack)["gpu-platform:cluster"]).get("kubernetesVersion", DEFAULT_KUBERNETES_VERSION))
     for team in teams_of(stack):
         labels = namespaces(plan)[team["name"]]["labels"]
         assert {k: v for k, v in labels.items() if k.startswith(PSA)} == {
@@ -137,7 +138,7 @@ def test_network_policies_are_valid_kubernetes_1_33(stack):
     found = plan.of_type(NETPOL)
     assert len(found) == 5 * len(teams_of(stack))
     for policy in found:
-        kubernetes_validate.validate(whole(policy.inputs), "1.33", strict=True)
+        kubernetes_validate.validate(whole(policy.inputs), DEFAULT_KUBERNETES_VERSION, strict=True)
 
 
 # --- per-pool GPU caps ------------------------------------------------------------------------------------------
@@ -290,7 +291,7 @@ def test_admission_policies_are_valid_kubernetes_1_33(kind):
         found = by_name(plan, type_)
         assert set(found) == {CEILING_POLICY, POOL_POLICY}
         for obj in found.values():
-            kubernetes_validate.validate(whole(obj), "1.33", strict=True)
+            kubernetes_validate.validate(whole(obj), DEFAULT_KUBERNETES_VERSION, strict=True)
 
 
 # --- the Grafana admin Secret and least privilege ---------------------------------------------------------------

@@ -11,6 +11,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION
 from components.config import split_namespace, validate
 from components.gpu.dcgm import METRICS
 from components.observability import dashboard as dash
@@ -387,7 +388,7 @@ def test_core_objects_are_valid_kubernetes_1_33(plans, variant):
     core = [r for r in plan.resources if r.parent in tops and r.type.split(":")[-1] in CORE_TYPES]
     assert core
     for obj in core:
-        kubernetes_validate.validate(obj.inputs, "1.33", strict=True)
+        kubernetes_validate.validate(obj.inputs, DEFAULT_KUBERNETES_VERSION, strict=True)
 
 
 def test_reclaimer_script_is_standard_library_only():

@@ -15,6 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION
 from conftest import ROOT, STACKS, strict_schema, upstream
 from gpu_platform.engine import Plan, plan_stack
 from gpu_platform.engine.plan import read_stack_config
@@ -127,7 +128,7 @@ def test_core_objects_are_valid_kubernetes(stack, kind):
     checked = 0
     for resource in ours(planned(stack, kind)):
         if resource.type in CORE_TYPES:
-            kubernetes_validate.validate(whole(resource.inputs), "1.33", strict=True)
+            kubernetes_validate.validate(whole(resource.inputs), DEFAULT_KUBERNETES_VERSION, strict=True)
             checked += 1
     teams = len(stack_config(stack)["gpu-platform:teams"])
     assert checked >= 7 + 4 * teams  # priority classes and ceiling policy; namespace, two quotas, LimitRange per team

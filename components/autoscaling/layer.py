@@ -9,7 +9,7 @@ import pulumi_kubernetes.helm.v3 as helm
 import pulumi_kubernetes.meta.v1 as meta
 import yaml
 
-from components.autoscaling.values import CHART, CHART_REPO, CHART_VERSION, IMAGE_TAG, NAMESPACE, autoscaler_values
+from components.autoscaling.values import CHART, CHART_REPO, CHART_VERSION, NAMESPACE, autoscaler_values
 from components.clouds.base import PlatformCluster
 from components.config.model import PlatformConfig
 from components.context import Context
@@ -23,7 +23,8 @@ class ClusterAutoscaler(pulumi.ComponentResource):
     def __init__(self, name: str, config: PlatformConfig, cluster: PlatformCluster, cloud_values: dict[str, Any],
                  opts: pulumi.ResourceOptions | None = None):
         self.values = autoscaler_values(config, cloud_values)
-        super().__init__(self.TYPE, name, {"chartVersion": CHART_VERSION, "imageTag": IMAGE_TAG,
+        super().__init__(self.TYPE, name, {"chartVersion": CHART_VERSION,
+                                           "imageTag": self.values["image"]["tag"],
                                            "namespace": NAMESPACE, "cloudProvider": self.values["cloudProvider"]}, opts)
         # After the whole cluster: the IAM it acts with and every node group it names must exist first.
         after_cluster = pulumi.ResourceOptions(parent=self, depends_on=[cluster])

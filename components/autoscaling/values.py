@@ -9,12 +9,25 @@ from components.config.model import PlatformConfig
 CHART = "cluster-autoscaler"
 CHART_VERSION = "9.50.1"
 CHART_REPO = "https://kubernetes.github.io/autoscaler"
-# The chart's appVersion 1.33.0: the autoscaler's minor must match the cluster's (it embeds the scheduler).
 IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
-IMAGE_TAG = "v1.33.0"
+# The autoscaler embeds the kube-scheduler of its own minor, so it must run the cluster's minor (kubernetes/autoscaler
+# FAQ); the chart's own appVersion is 1.33.0 whatever the cluster. Newest patch per minor: 1.32.5 (kubernetes/k8s.io
+# #8815), 1.33.5, 1.34.4, 1.35.1 (autoscaler releases, aws-ia/terraform-aws-eks-blueprints-addons#516), 1.36.0
+# (kubernetes/autoscaler#9985). Chart 9.50.1 renders `image.repository:image.tag` as given, for any tag.
+IMAGE_TAGS = {"1.32": "v1.32.5", "1.33": "v1.33.5", "1.34": "v1.34.4", "1.35": "v1.35.1", "1.36": "v1.36.0"}
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"  # fixed, so IRSA / workload identity trust can name it
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+
+
+def image_tag(kubernetes_version: str) -> str:
+    """The autoscaler release of the cluster's minor; validation only admits minors with one (tests keep the tables
+    in step)."""
+    try:
+        return IMAGE_TAGS[kubernetes_version]
+    except KeyError:
+        raise ValueError(f"no Cluster Autoscaler release is pinned for Kubernetes {kubernetes_version}; "
+                         f"pinned: {', '.join(IMAGE_TAGS)}") from None
 
 
 def gpu_utilization_threshold(config: PlatformConfig) -> float:
@@ -32,7 +45,7 @@ def shared_values(config: PlatformConfig) -> dict[str, Any]:
     """Values every cloud gets; the cloud's own part is merged over them."""
     return {
         "fullnameOverride": CHART,
-        "image": {"repository": IMAGE, "tag": IMAGE_TAG},
+        "image": {"repository": IMAGE, "tag": image_tag(config.cluster.kubernetes_version)},
         "rbac": {"serviceAccount": {"name": SERVICE_ACCOUNT}},
         "priorityClassName": "system-cluster-critical",
         # It runs on the system pool: no GPU or spot toleration, so it never holds a GPU node up.

@@ -102,8 +102,8 @@ class CloudProfile:
     # Node label the Cluster Autoscaler reads to know a new node will have GPUs, so it waits for the device plugin
     # instead of scaling up again.
     autoscaler_gpu_label: str = ""
-    # The cloud API's full Kubernetes version per supported minor, when it wants more than "1.33" (OKE: "v1.33.1");
-    # empty: the minor is passed as-is. Non-empty also limits cluster.kubernetesVersion to these minors.
+    # The Kubernetes minors the cloud still creates clusters on (cluster.kubernetesVersion must be one), each with
+    # the version string its API takes: the minor itself, or a full version where the API wants one (OKE).
     kubernetes_versions: dict[str, str] = field(default_factory=dict)
     # The Cluster Autoscaler's scale-from-zero template for this cloud counts whole GPUs only, so a pool that
     # advertises MIG resources cannot scale up from zero nodes for pods asking for them.
@@ -273,6 +273,28 @@ _EKS_GPU_IMAGES = {
     ),
 }
 
+# Kubernetes minors each cloud creates clusters on, as of 2026-12-03. Upstream (kubernetes.io/releases): 1.34 reached
+# end of life 2026-10-27; 1.35 is supported to 2027-02-28, 1.36 to 2027-06-28, 1.37 to 2027-10-28.
+# - EKS (user guide "kubernetes-versions", endoflife.date/amazon-eks): new clusters on any version in standard or
+#   extended support; 1.32 extended to 2027-03-23, 1.33 to 2027-07-29, 1.34 to 2027-12-02, 1.35 standard to
+#   2027-03-27; 1.36 has been on EKS since about June 2026 (kubernetes/autoscaler#9985).
+# - AKS (supported-kubernetes-versions): cluster creation only on the three community-supported GA minors (N-2),
+#   each for 12 months from its GA about three months after upstream (1.32: GA Mar 2025, EOL Mar 2026), so 1.34
+#   ended about Nov 2026; 1.35 and 1.36 remain.
+# - GKE (release schedule, endoflife.date/google-kubernetes-engine): the REGULAR channel our clusters use creates
+#   only minors in standard support; 1.34 ended 2026-10-01, 1.35 runs to 2027-04-11, 1.36 after it.
+# - OKE (Kubernetes Engine supported versions, add-on version table up to 1.34): the three newest minors, named
+#   by their first OKE build (v1.31.1, v1.32.1, v1.33.1 in OKE's supported lists). v1.35.1 follows that naming;
+#   check `oci ce cluster-options get --cluster-option-id all` before a first `pulumi up` in a new region.
+# 1.37 is left out everywhere until every cloud has it GA. The default is the newest minor on all four tables.
+DEFAULT_KUBERNETES_VERSION = "1.35"
+
+
+def _minors(*minors: str) -> dict[str, str]:
+    """A version table for APIs that take the bare minor (EKS, AKS, GKE)."""
+    return {minor: minor for minor in minors}
+
+
 _K8S_EFFECTS = {"NoSchedule": "NoSchedule", "PreferNoSchedule": "PreferNoSchedule", "NoExecute": "NoExecute"}
 _API_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
 
@@ -287,6 +309,7 @@ PROFILES: dict[str, CloudProfile] = {
         # EKS allows 63 characters; EksCluster prefixes GPU node group names with "gpu-" (4).
         pool_naming=PoolNaming(max_len=59, pattern=r"[A-Za-z0-9][A-Za-z0-9_-]{0,58}"),
         default_system_instance="m6i.2xlarge",
+        kubernetes_versions=_minors("1.32", "1.33", "1.34", "1.35", "1.36"),
         extras={
             "vpcId": ExtraKey(str, "existing VPC id; omit to create a private VPC", requires=("subnetIds",),
                               check=lambda v: None if v.startswith("vpc-") else f"must be a VPC id (vpc-...); got {v!r}"),
@@ -332,6 +355,7 @@ PROFILES: dict[str, CloudProfile] = {
         # AKS Linux agent pool names: lowercase letters and digits, start with a letter, at most 12.
         pool_naming=PoolNaming(max_len=12, pattern=r"[a-z][a-z0-9]{0,11}", drop_hyphens=True),
         default_system_instance="Standard_D8s_v5",
+        kubernetes_versions=_minors("1.35", "1.36"),
         extras={
             "resourceGroup": ExtraKey(str, "existing resource group; omit to create one"),
             "vnetSubnetId": ExtraKey(str, "existing subnet id for nodes; omit to create a VNet"),
@@ -370,6 +394,7 @@ PROFILES: dict[str, CloudProfile] = {
         default_driver="managed",
         pool_naming=PoolNaming(max_len=40, pattern=r"[a-z]([a-z0-9-]{0,38}[a-z0-9])?"),
         default_system_instance="e2-standard-8",
+        kubernetes_versions=_minors("1.35", "1.36"),
         extras={
             "project": ExtraKey(str, "GCP project id", required=True),
             "network": ExtraKey(str, "existing VPC network; omit to create one"),
@@ -448,9 +473,9 @@ PROFILES: dict[str, CloudProfile] = {
         # cloud), so that add-on stays off, and OKE's own GPU plugin must not advertise GPUs next to the operator's.
         operator_note="OKE add-on NvidiaGpuOperator unused (this Helm release is the operator); OKE's NvidiaGpuPlugin "
                       "add-on is adopted and pinned to no node, so only the operator's device plugin advertises GPUs",
-        # OKE takes full versions ("v1.33.1") from its supported list only; a pinned patch per minor keeps plans
+        # OKE takes full versions ("v1.35.1") from its supported list only; a pinned patch per minor keeps plans
         # deterministic (no control-plane upgrade because Oracle published a newer patch).
-        kubernetes_versions={"1.31": "v1.31.1", "1.32": "v1.32.1", "1.33": "v1.33.1"},
+        kubernetes_versions={"1.34": "v1.34.1", "1.35": "v1.35.1"},
         # OKE node pools have no autoscaling of their own: the Cluster Autoscaler resizes them within min/max.
         autoscaler="cluster-autoscaler",
         # The OCI autoscaler builds a node pool's scale-from-zero template from its shape's GPU count

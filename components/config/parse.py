@@ -5,7 +5,7 @@ import ipaddress
 import re
 from typing import Any
 
-from components.clouds.profiles import PROFILES, CloudProfile
+from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, PROFILES, CloudProfile
 from components.config.access import team_group_rules
 from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, Section, join
@@ -76,13 +76,15 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
     if name and len(name) > 40:
         problems.add(sec.at("name"), f"must be at most 40 characters (GKE and AKS limits); got {len(name)}")
     region = sec.str("region")
-    version = sec.str("kubernetesVersion", "1.33", pattern=_K8S_VERSION, what="a Kubernetes minor version like \"1.33\"")
-    if prof and prof.kubernetes_versions and version and version not in prof.kubernetes_versions:
-        problems.add(sec.at("kubernetesVersion"), f"{version!r} is not a version {prof.service} offers here; allowed: "
-                                                  f"{', '.join(prof.kubernetes_versions)}")
+    version = sec.str("kubernetesVersion", DEFAULT_KUBERNETES_VERSION, pattern=_K8S_VERSION,
+                      what=f"a Kubernetes minor version like \"{DEFAULT_KUBERNETES_VERSION}\"")
     kubeconfig = sec.value("existingKubeconfig", None)
     if kubeconfig is not None and not isinstance(kubeconfig, str):
         problems.add(sec.at("existingKubeconfig"), "must be a kubeconfig string (set it with `pulumi config set --secret`)")
+    # An adopted cluster already runs whatever version it runs; only a cluster we create must be on a creatable one.
+    if prof and kubeconfig is None and version and version not in prof.kubernetes_versions:
+        problems.add(sec.at("kubernetesVersion"), f"{version!r} is not a version {prof.service} offers here; allowed: "
+                                                  f"{', '.join(prof.kubernetes_versions)}")
     private = sec.bool("privateEndpoint", production)
     networks = _authorized_networks(sec, prof, production, bool(private), problems)
 

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from typing import Any, Callable
 
 import pulumi
 import yaml
+
+from gpu_platform.engine.zones import zones
 
 
 class UnmockedInvokeError(RuntimeError):
@@ -51,8 +54,6 @@ _COMPUTED: dict[str, Callable[[str, dict], dict]] = {
 _INVOKES: dict[str, Callable[[dict], dict]] = {
     "aws:index/getCallerIdentity:getCallerIdentity": lambda _: {
         "accountId": "000000000000", "arn": "arn:aws:iam::000000000000:user/offline", "userId": "offline", "id": "0"},
-    "aws:index/getAvailabilityZones:getAvailabilityZones": lambda _: {
-        "names": ["offline-1a", "offline-1b", "offline-1c"], "zoneIds": ["o1-az1", "o1-az2", "o1-az3"], "id": "z"},
     # Offline every subnet id lies in the zone asked for: the first id named answers.
     "aws:ec2/getSubnets:getSubnets": lambda args: {
         "ids": [v for f in args.get("filters", []) if f["name"] == "subnet-id" for v in f["values"]][:1], "id": "s"},
@@ -71,9 +72,20 @@ _INVOKES: dict[str, Callable[[dict], dict]] = {
         # OKE returns plain YAML (not base64); only the CA is read from it.
         "content": "apiVersion: v1\nkind: Config\nclusters:\n- name: offline\n  cluster:\n"
                    "    server: https://10.0.0.2:6443\n    certificate-authority-data: T0ZGTElORQ==\n"},
-    "oci:Identity/getAvailabilityDomains:getAvailabilityDomains": lambda args: {
-        "availabilityDomains": [{"name": f"Offline:AD-{i}", "id": f"ad{i}", "compartmentId": args.get("compartmentId", "")}
-                                for i in (1, 2, 3)], "compartmentId": args.get("compartmentId", ""), "id": "ads"},
+}
+
+# Invokes whose answer depends on the region (of the invoke's provider, else the stack's): real zone names, so a
+# stack naming a real zone (a Capacity Block's AZ) plans offline as it applies. Azure zones are plain "1".."3",
+# checked in config; no Azure invoke asks for them.
+_ZONE_INVOKES: dict[str, tuple[str, Callable[[tuple[str, ...], dict], dict]]] = {
+    "aws:index/getAvailabilityZones:getAvailabilityZones": ("aws", lambda names, _: {
+        "names": list(names), "zoneIds": [f"offline-az{i}" for i, _ in enumerate(names, 1)], "id": "zones"}),
+    "gcp:compute/getZones:getZones": ("gcp", lambda names, args: {
+        "names": list(names), "project": args.get("project", "offline"), "id": "zones"}),
+    "oci:Identity/getAvailabilityDomains:getAvailabilityDomains": ("oci", lambda names, args: {
+        "availabilityDomains": [{"name": name, "id": f"ad{i}", "compartmentId": args.get("compartmentId", "")}
+                                for i, name in enumerate(names, 1)],
+        "compartmentId": args.get("compartmentId", ""), "id": "ads"}),
 }
 
 
@@ -94,18 +106,38 @@ def fake_id(type_: str, name: str) -> str:
 class StrictMocks(pulumi.runtime.Mocks):
     """Mocks that record every resource's inputs and refuse invokes they do not know."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
         self.inputs: dict[tuple[str, str], dict[str, Any]] = {}
+        self.config = config or {}  # the stack config as the CLI passes it, for regions
+        self.refused: set[tuple[str, str]] = set()  # (type, name) whose inputs the provider schema refuses
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         self.inputs[(args.typ, args.name)] = args.inputs
+        if (args.typ, args.name) in self.refused:
+            return fake_id(args.typ, args.name), {}
         computed = _COMPUTED.get(args.typ)
         outputs = {**args.inputs, **(computed(args.name, args.inputs) if computed else {})}
         return fake_id(args.typ, args.name), outputs
 
     def call(self, args: pulumi.runtime.MockCallArgs):
+        if args.token in _ZONE_INVOKES:
+            cloud, zone_answer = _ZONE_INVOKES[args.token]
+            return zone_answer(zones(cloud, self.region(cloud, args.provider)), args.args)
         answer = _INVOKES.get(args.token)
         if answer is None:
             raise UnmockedInvokeError(f"invoke {args.token} has no offline answer; add one to "
                                       "gpu_platform/engine/mocks.py or avoid the invoke")
         return answer(args.args)
+
+    def region(self, package: str, provider_ref: str | None) -> str:
+        """The invoke's region: its explicit provider's `region`, else `<package>:region`, else `cluster.region`."""
+        if provider_ref:
+            urn = provider_ref.rsplit("::", 1)[0]
+            type_, name = urn.split("::")[2].split("$")[-1], urn.split("::")[3]
+            region = self.inputs.get((type_, name), {}).get("region")
+            if region:
+                return region
+        cluster = self.config.get("gpu-platform:cluster") or {}
+        if isinstance(cluster, str):
+            cluster = json.loads(cluster)
+        return self.config.get(f"{package}:region") or cluster.get("region", "")

@@ -7,6 +7,8 @@ from typing import Any
 from google.protobuf import json_format
 from pulumi.runtime.mocks import MockMonitor
 
+from gpu_platform.engine.schema import SchemaProblem, check_resource
+
 
 @dataclass
 class Registration:
@@ -32,6 +34,7 @@ class RecordingMonitor(MockMonitor):
     def __init__(self, mocks) -> None:
         super().__init__(mocks)
         self.registrations: list[Registration] = []
+        self.schema_problems: list[SchemaProblem] = []  # reported together once the program has run
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         # The real engine leaves the root Stack out of child URNs' qualified types; the stock mock does not.
@@ -40,11 +43,17 @@ class RecordingMonitor(MockMonitor):
         return super().make_urn(parent, type_, name)
 
     def RegisterResource(self, request):
-        response = super().RegisterResource(request)
         if request.type == "pulumi:pulumi:Stack":
-            return response
+            return super().RegisterResource(request)
         # The wire object is read as JSON here: deserializing properties again inside the monitor deadlocks.
         inputs = json_format.MessageToDict(request.object, preserving_proto_field_name=True)
+        urn = self.make_urn(request.parent, request.type, request.name)
+        problems = check_resource(request.type, urn, inputs, request.custom)
+        if problems:
+            # Echoed back, a value of the wrong type fails the SDK's output reading first, with a worse message.
+            self.mocks.refused.add((request.type, request.name))
+            self.schema_problems.extend(problems)
+        response = super().RegisterResource(request)
         self.registrations.append(Registration(
             urn=response.urn, type=request.type, name=request.name, parent=request.parent, custom=request.custom,
             provider=request.provider, protect=bool(request.protect), ignore_changes=list(request.ignoreChanges),

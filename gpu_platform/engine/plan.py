@@ -13,6 +13,7 @@ from typing import Any, Callable
 import yaml
 
 from components.config import ConfigError, PlatformConfig, Problem, load, read_stack_file, split_namespace
+from gpu_platform.engine.schema import ProviderSchemaError, sdk_type_problems
 from gpu_platform.engine.wire import to_plain
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -137,16 +138,37 @@ def run_program(stack: str, config: dict[str, Any], program: Callable[[], None] 
     from gpu_platform.engine.monitor import RecordingMonitor
 
     settings.ROOT.set(None)  # mocks are process-wide: start every plan from a fresh root stack
+    _forget_failed_runs(settings.SETTINGS)
     set_all_config({k: v if isinstance(v, str) else json.dumps(v, default=str) for k, v in config.items()})
-    monitor = RecordingMonitor(StrictMocks())
+    monitor = RecordingMonitor(StrictMocks(config))
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
     with _no_cyclic_gc():
-        program()
-        _sync_await(wait_for_rpcs())
-        root = settings.get_root_resource()
-        outputs = _sync_await(_resolve_outputs(root.outputs if root is not None else {}))
-        _sync_await(wait_for_rpcs())
+        try:
+            program()
+            _sync_await(wait_for_rpcs())
+            root = settings.get_root_resource()
+            outputs = _sync_await(_resolve_outputs(root.outputs if root is not None else {}))
+            _sync_await(wait_for_rpcs())
+        except Exception as exc:
+            # A registration that broke the provider schema causes what fails after it (the SDK reading the echoed
+            # bad value back); an input the SDK could not even serialize is the same mistake, reported the same way.
+            problems = monitor.schema_problems or sdk_type_problems(exc)
+            if problems:
+                raise ProviderSchemaError(problems) from exc
+            raise
+    if monitor.schema_problems:
+        raise ProviderSchemaError(monitor.schema_problems)
     return monitor.registrations, outputs
+
+
+def _forget_failed_runs(sdk_settings) -> None:
+    """A failed plan leaves RPCs and output tasks behind that fail later; with the SDK's trackers shared, the next
+    plan in this process would report that error as its own. Fresh trackers leave the stragglers to the old ones
+    (awaiting them here instead leaves CPython 3.11's recursion counter off: any later `ast.parse` fails)."""
+    from pulumi.runtime.rpc_manager import RPCManager
+
+    sdk_settings.rpc_manager = RPCManager()
+    sdk_settings.outputs = set()
 
 
 @contextmanager

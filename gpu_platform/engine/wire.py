@@ -13,7 +13,10 @@ SECRET = "[secret]"
 
 
 def to_plain(value: Any) -> Any:
-    """Secrets become a placeholder, resource references their URN, everything else stays."""
+    """Secrets become a placeholder, resource references their URN, values known only after deployment the UNKNOWN
+    marker (on the wire or as the SDK's own `Unknown` in resolved outputs), everything else stays."""
+    if _is_sdk_unknown(value):
+        return UNKNOWN
     if isinstance(value, dict):
         sig = value.get(_SIG)
         if sig == _SECRET_SIG:
@@ -30,3 +33,9 @@ def to_plain(value: Any) -> Any:
     if hasattr(value, "urn") and hasattr(value, "__class__") and value.__class__.__module__.startswith("pulumi"):
         return "[resource]"
     return value
+
+
+def _is_sdk_unknown(value: Any) -> bool:
+    """`pulumi.output.Unknown`, what `Output.future(with_unknowns=True)` yields for a value a preview cannot know
+    (e.g. a component property whose value was None). Matched by name so reading a saved plan never imports the SDK."""
+    return type(value).__name__ == "Unknown" and type(value).__module__ == "pulumi.output"
