@@ -121,6 +121,11 @@ class CloudProfile:
     critical_pods_need_quota: bool = False
     # What the cloud offers instead of, or next to, our Helm-installed operator.
     operator_note: str = ""
+    # GPU Operator container runtime facts. The containerd handler GPU nodes define, when not the operator's
+    # default `nvidia` (operator.runtimeClass): operand pods run with a RuntimeClass naming it.
+    operator_runtime_class: str = ""
+    # Environment the operator's container toolkit needs on this cloud's nodes (toolkit.env).
+    toolkit_env: tuple[tuple[str, str], ...] = ()
 
 
 def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
@@ -298,6 +303,8 @@ PROFILES: dict[str, CloudProfile] = {
         spot_taints=(("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule"),),
         # AKS GPU node images bring the NVIDIA container runtime along with the driver they install.
         image_ships_toolkit=True,
+        # AKS GPU nodes define only this containerd handler; with the default `nvidia` no operand pod starts.
+        operator_runtime_class="nvidia-container-runtime",
     ),
     "gcp": CloudProfile(
         name="gcp",
@@ -338,6 +345,8 @@ PROFILES: dict[str, CloudProfile] = {
         needs_cdi=True,
         # GKE admits critical-priority pods outside kube-system only up to a quota (operator pods use them).
         critical_pods_need_quota=True,
+        # GKE 1.33+: the toolkit misconfigures containerd from `containerd config dump` (NVIDIA GKE known issue).
+        toolkit_env=(("RUNTIME_CONFIG_SOURCE", "file"),),
     ),
     "oci": CloudProfile(
         name="oci",
