@@ -482,3 +482,115 @@ def test_cluster_autoscaler_runs_with_our_flags(stack, rendered):
         expected = [(str(p.min_nodes), str(p.max_nodes)) for p in config.gpu_pools]
         expected.append((str(config.cluster.system_pool.min_nodes), str(config.cluster.system_pool.max_nodes)))
         assert bounds == sorted(expected)
+
+
+# --- every values leaf we set is read by a template -----------------------------------------------------------------
+
+# (chart, leaf path) -> why a leaf that changes nothing when changed alone is still set. Compared exactly, so an
+# entry that no longer applies fails too.
+UNREAD_LEAVES = {
+    ("gpu-operator", ("migManager", "config", "create")):
+        "mig_config.yaml renders a ConfigMap only with create and data both set; we give no data (our own "
+        "ConfigMap holds the layouts) and pin create: false so a changed chart default cannot make Helm own that "
+        "ConfigMap",
+}
+
+
+def leaves(value, path: tuple = ()) -> Iterator[tuple[tuple, object]]:
+    """(path, value) of every scalar, null or empty container in a values tree; list items by index."""
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            yield from leaves(item, (*path, key))
+    elif isinstance(value, list) and value:
+        for index, item in enumerate(value):
+            yield from leaves(item, (*path, index))
+    else:
+        yield path, value
+
+
+def with_leaf(values: dict, path: tuple, new) -> dict:
+    changed = copy.deepcopy(values)
+    node = changed
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = new
+    return changed
+
+
+def sentinel(n: int):
+    return f"zzleaf{n}zz"
+
+
+def changed_leaf(value, n: int):
+    """A different value of the same kind: a flipped bool, another number, a sentinel string or list."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return 900000 + n
+    if isinstance(value, list):
+        return [sentinel(n)]
+    return sentinel(n)
+
+
+@dataclass
+class LeafReport:
+    checked: dict[tuple[str, tuple], str] = field(default_factory=dict)  # (chart, path) -> "sentinel" | "changed"
+    unread: dict[tuple[str, tuple], str] = field(default_factory=dict)  # (chart, path) -> what happened
+
+
+def check_leaves(helm: Helm, chart: Rendered, report: LeafReport) -> None:
+    """Every leaf of the chart's values: one render with a unique sentinel in every non-bool leaf (found in the
+    output: read); then each leaf not yet shown read (bools, sentinels a template transforms or branches on),
+    changed alone: read when the output differs from the planned values' output."""
+    name, namespace, values = chart.release.inputs["name"], chart.namespace, chart.values
+    all_leaves = list(leaves(values))
+    base = helm.template_text(chart.package, name, namespace, values)
+    marked = values
+    for n, (path, value) in enumerate(all_leaves):
+        if not isinstance(value, bool):
+            marked = with_leaf(marked, path, changed_leaf(value, n))
+    try:
+        text = helm.template_text(chart.package, name, namespace, marked)
+    except RuntimeError:
+        text = ""
+    for n, (path, value) in enumerate(all_leaves):
+        key = (chart.chart, path)
+        if key in report.checked:
+            continue
+        if not isinstance(value, bool) and str(changed_leaf(value, n)).strip("[]'") in text:
+            report.checked[key] = "sentinel"
+            continue
+        try:
+            changed = helm.template_text(chart.package, name, namespace, with_leaf(values, path, changed_leaf(value, n)))
+        except RuntimeError as e:
+            if "values don't meet the specifications" in str(e):
+                report.unread.setdefault(key, f"{chart.stack}: only the values schema looked at it: {e}")
+                continue
+            changed = f"a template failed on it: {e}"  # which means a template read it
+        if changed != base:
+            report.checked[key] = "changed"
+            report.unread.pop(key, None)
+        else:
+            report.unread.setdefault(key, f"{chart.stack}: output unchanged when {value!r} -> "
+                                          f"{changed_leaf(value, n)!r}")
+
+
+@pytest.fixture(scope="module")
+def leaf_report(helm, rendered) -> LeafReport:
+    report = LeafReport()
+    for _, charts in rendered.values():
+        for chart in charts.values():
+            check_leaves(helm, chart, report)
+    return report
+
+
+def test_every_values_leaf_we_set_is_read_by_a_template(leaf_report, rendered):
+    unexpected = {k: v for k, v in leaf_report.unread.items() if k not in UNREAD_LEAVES}
+    assert not unexpected, "\n".join(f"{chart} {'.'.join(map(str, path))}: {why}"
+                                     for (chart, path), why in unexpected.items())
+    assert set(leaf_report.unread) == set(UNREAD_LEAVES), "an UNREAD_LEAVES entry no longer applies"
+    charts = {chart for _, charts in rendered.values() for chart in charts}
+    assert {chart for chart, _ in leaf_report.checked} == charts
+    print(f"\n{len(leaf_report.checked)} distinct values leaves over {len(charts)} charts: "
+          f"{sum(v == 'sentinel' for v in leaf_report.checked.values())} by sentinel, "
+          f"{sum(v == 'changed' for v in leaf_report.checked.values())} by changed output")
