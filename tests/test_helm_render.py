@@ -73,10 +73,6 @@ def helm(tmp_path_factory) -> Helm:
     return Helm(extract_helm(home), home)
 
 
-def releases(plan) -> list:
-    return plan.of_type(RELEASE)
-
-
 def render_release(helm: Helm, stack: str, release) -> Rendered:
     inputs = release.inputs
     package = chart_package(inputs["chart"], inputs["version"])
@@ -93,7 +89,7 @@ def rendered(helm) -> dict[str, tuple[object, dict[str, Rendered]]]:
     result = {}
     for stack in STACKS:
         plan = plan_stack(stack)
-        result[stack] = (plan, {r.chart: r for r in (render_release(helm, stack, rel) for rel in releases(plan))})
+        result[stack] = (plan, {r.chart: r for r in (render_release(helm, stack, rel) for rel in plan.of_type(RELEASE))})
     return result
 
 
@@ -108,16 +104,16 @@ UPSTREAM_CRDS = ("gpu-operator/crds", "kueue/crds", "volcano/crds", "prometheus-
 
 @pytest.fixture(scope="module")
 def crd_schemas(helm, rendered) -> dict[tuple[str, str], dict]:
-    """(apiVersion, kind) -> strict openAPI schema, from the chart packages' CRDs (crds/ and templates) and
-    ../shared/upstream."""
+    """(apiVersion, kind) -> strict openAPI schema, from ../shared/upstream and, taking precedence as what the
+    release really installs, the chart packages' CRDs (crds/ folders and templates)."""
     crds = []
-    for package in sorted({r.package for _, charts in rendered.values() for r in charts.values()}):
-        crds += helm.crds(package)
-    crds += [d for _, charts in rendered.values() for r in charts.values() for d in r.of_kind("CustomResourceDefinition")]
     for folder in UPSTREAM_CRDS:
         if (UPSTREAM / folder).is_dir():
             for path in sorted((UPSTREAM / folder).glob("*.yaml")):
                 crds += parse(path.read_text())
+    for package in sorted({r.package for _, charts in rendered.values() for r in charts.values()}):
+        crds += helm.crds(package)
+    crds += [d for _, charts in rendered.values() for r in charts.values() for d in r.of_kind("CustomResourceDefinition")]
     schemas = {}
     for crd in crds:
         if crd.get("kind") != "CustomResourceDefinition":
@@ -247,7 +243,8 @@ def test_cluster_policy_matches_the_cloud_profile_and_the_pools(stack, rendered)
 
 
 def test_aks_operands_run_with_the_aks_runtime_handler(rendered):
-    """AKS GPU nodes define only `nvidia-container-runtime`: the ClusterPolicy and the operator both say so."""
+    """AKS GPU nodes define only the containerd handler `nvidia-container-runtime`: the rendered ClusterPolicy names
+    it; every other cloud keeps the chart default `nvidia`."""
     chart = rendered["azure-prod"][1]["gpu-operator"]
     assert chart.one("ClusterPolicy")["spec"]["operator"]["runtimeClass"] == "nvidia-container-runtime"
     other = [c for c in charts_of(rendered, "gpu-operator") if c.stack != "azure-prod"]
@@ -305,7 +302,7 @@ def test_gke_pools_run_exactly_one_device_plugin(stack, driver, helm):
     """GKE-installed driver: GKE's device plugin (it implements gpuPartitionSize and gpuSharingConfig), the operator's
     off. Operator-installed driver: the operator's plugin, GKE's opted out by node label."""
     plan = plan_stack(stack, config_overrides=gke_operator_driver_overrides(stack) if driver == "operator" else None)
-    (release,) = [r for r in releases(plan) if r.inputs["chart"] == "gpu-operator"]
+    (release,) = [r for r in plan.of_type(RELEASE) if r.inputs["chart"] == "gpu-operator"]
     policy = next(d for d in render_release(helm, stack, release).docs if d["kind"] == "ClusterPolicy")
     plugins = device_plugins_per_pool(plan, policy)
     assert plugins and all(len(p) == 1 for p in plugins.values()), plugins
