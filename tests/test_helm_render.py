@@ -102,18 +102,8 @@ def charts_of(rendered, chart: str) -> list[Rendered]:
 UPSTREAM_CRDS = ("gpu-operator/crds", "kueue/crds", "volcano/crds", "prometheus-operator/crds")
 
 
-@pytest.fixture(scope="module")
-def crd_schemas(helm, rendered) -> dict[tuple[str, str], dict]:
-    """(apiVersion, kind) -> strict openAPI schema, from ../shared/upstream and, taking precedence as what the
-    release really installs, the chart packages' CRDs (crds/ folders and templates)."""
-    crds = []
-    for folder in UPSTREAM_CRDS:
-        if (UPSTREAM / folder).is_dir():
-            for path in sorted((UPSTREAM / folder).glob("*.yaml")):
-                crds += parse(path.read_text())
-    for package in sorted({r.package for _, charts in rendered.values() for r in charts.values()}):
-        crds += helm.crds(package)
-    crds += [d for _, charts in rendered.values() for r in charts.values() for d in r.of_kind("CustomResourceDefinition")]
+def schemas_of(crds: list[dict]) -> dict[tuple[str, str], dict]:
+    """(apiVersion, kind) -> strict openAPI schema of every served version of these CRDs."""
     schemas = {}
     for crd in crds:
         if crd.get("kind") != "CustomResourceDefinition":
@@ -121,8 +111,34 @@ def crd_schemas(helm, rendered) -> dict[tuple[str, str], dict]:
         spec = crd["spec"]
         for version in spec["versions"]:
             schema = version.get("schema", {}).get("openAPIV3Schema")
-            if schema:
+            if schema and version.get("served", True):
                 schemas[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = strict_schema(schema)
+    return schemas
+
+
+@pytest.fixture(scope="module")
+def chart_crds(helm, rendered) -> dict[str, dict[tuple[str, str], dict]]:
+    """chart -> the CRD schemas its release installs (crds/ folders, its subcharts', and rendered templates)."""
+    result = {}
+    for _, charts in rendered.values():
+        for chart in charts.values():
+            if chart.chart not in result:
+                result[chart.chart] = schemas_of(helm.crds(chart.package) + chart.of_kind("CustomResourceDefinition"))
+    return result
+
+
+@pytest.fixture(scope="module")
+def crd_schemas(chart_crds) -> dict[tuple[str, str], dict]:
+    """(apiVersion, kind) -> schema, from ../shared/upstream and, taking precedence as what the releases really
+    install, the charts' own CRDs."""
+    crds = []
+    for folder in UPSTREAM_CRDS:
+        if (UPSTREAM / folder).is_dir():
+            for path in sorted((UPSTREAM / folder).glob("*.yaml")):
+                crds += parse(path.read_text())
+    schemas = schemas_of(crds)
+    for installed in chart_crds.values():
+        schemas.update(installed)
     return schemas
 
 
@@ -160,6 +176,30 @@ def test_rendered_manifests_validate(rendered, crd_schemas):
     assert not problems, "\n".join(problems)
     assert not unchecked, f"rendered kinds with neither a Kubernetes schema nor a CRD: {sorted(unchecked)}"
     assert len(seen) > 200
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_planned_objects_are_served_by_kubernetes_or_the_crds_our_charts_install(stack, rendered, chart_crds):
+    """Queues, flavors, monitors and rules we create are valid for the CRD versions our releases ship (not only for
+    ../shared's copies); every other object we create is a Kubernetes 1.33 kind."""
+    plan, charts = rendered[stack]
+    installed = {}
+    for chart in charts.values():
+        installed.update(chart_crds[chart.chart])
+    objects = [r for r in plan.resources if r.type.startswith("kubernetes:") and r.inputs.get("apiVersion")]
+    problems, validators, custom = [], {}, 0
+    for resource in objects:
+        obj = json.loads(json.dumps(resource.inputs))
+        # The plan masks secret values as "[secret]"; their shape is the provider's business, not ours.
+        obj = {k: v for k, v in obj.items() if v != "[secret]"}
+        custom += (obj["apiVersion"], obj["kind"]) in installed
+        found = validation_problems(obj, installed, validators)
+        if found is None:
+            problems.append(f"{resource.name}: neither Kubernetes nor a planned chart's CRD serves "
+                            f"{obj['apiVersion']} {obj['kind']}")
+        problems += [f"{resource.name}: {p}" for p in found or ()]
+    assert not problems, "\n".join(problems)
+    assert custom >= 3
 
 
 # --- helpers ------------------------------------------------------------------------------------------------------
