@@ -631,3 +631,62 @@ def test_every_values_leaf_we_set_is_read_by_a_template(leaf_report, rendered):
     print(f"\n{len(leaf_report.checked)} distinct values leaves over {len(charts)} charts: "
           f"{sum(v == 'sentinel' for v in leaf_report.checked.values())} by sentinel, "
           f"{sum(v == 'changed' for v in leaf_report.checked.values())} by changed output")
+
+
+# --- objects the rendered workloads mount or read -------------------------------------------------------------------
+
+WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet", "Job")
+
+
+def referenced_objects(doc: dict) -> Iterator[tuple[str, str, bool]]:
+    """(kind, name, optional) of every ConfigMap and Secret a workload's pods mount or read."""
+    pod = doc["spec"]["template"]["spec"]
+    for volume in pod.get("volumes") or ():
+        for kind, source, name_key in (("ConfigMap", "configMap", "name"), ("Secret", "secret", "secretName")):
+            if source in volume:
+                yield kind, volume[source][name_key], bool(volume[source].get("optional"))
+        for projected in (volume.get("projected") or {}).get("sources") or ():
+            for kind, source in (("ConfigMap", "configMap"), ("Secret", "secret")):
+                if source in projected:
+                    yield kind, projected[source]["name"], bool(projected[source].get("optional"))
+    for container in [*pod.get("containers", ()), *pod.get("initContainers", ())]:
+        for env in container.get("env") or ():
+            for kind, ref in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
+                if ref in (env.get("valueFrom") or {}):
+                    yield kind, env["valueFrom"][ref]["name"], bool(env["valueFrom"][ref].get("optional"))
+        for source in container.get("envFrom") or ():
+            for kind, ref in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+                if ref in source:
+                    yield kind, source[ref]["name"], bool(source[ref].get("optional"))
+
+
+def pre_install_hook_names(chart: Rendered) -> set[str]:
+    """Words in the command lines of the chart's pre-install hook Jobs (`--secret X`, `--secret-name=X`)."""
+    words = set()
+    for job in chart.of_kind("Job"):
+        if "pre-install" in (job["metadata"].get("annotations") or {}).get("helm.sh/hook", ""):
+            for container in job["spec"]["template"]["spec"]["containers"]:
+                for word in [*(container.get("command") or ()), *(container.get("args") or ())]:
+                    words |= {word, word.partition("=")[2]}
+    return words
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_configmap_and_secret_a_chart_workload_needs_exists(stack, rendered):
+    """A pod whose ConfigMap or Secret is missing never starts: each is rendered by the chart, planned by us in the
+    release namespace, or written by a pre-install hook Job of the chart that names it (webhook certificates;
+    helm.v3.Release runs hooks)."""
+    plan, charts = rendered[stack]
+    missing = set()
+    for chart in charts.values():
+        present = {(d["kind"], d["metadata"]["name"]) for d in chart.docs}
+        present |= {("Secret", name) for name in pre_install_hook_names(chart)}
+        present |= {(r.type.rsplit(":", 1)[-1], r.inputs["metadata"]["name"]) for r in plan.resources
+                    if r.type.startswith("kubernetes:core/v1:")
+                    and (r.inputs.get("metadata") or {}).get("namespace") == chart.namespace}
+        for doc in chart.docs:
+            if doc["kind"] in WORKLOADS:
+                for kind, name, optional in referenced_objects(doc):
+                    if not optional and (kind, name) not in present:
+                        missing.add((chart.chart, kind, name))
+    assert not missing, sorted(missing)
