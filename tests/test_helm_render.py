@@ -621,7 +621,7 @@ def leaf_report(helm, rendered) -> LeafReport:
     return report
 
 
-def test_every_values_leaf_we_set_is_read_by_a_template(leaf_report, rendered):
+def test_every_values_leaf_we_set_is_read_by_a_template(leaf_report, rendered, helm):
     unexpected = {k: v for k, v in leaf_report.unread.items() if k not in UNREAD_LEAVES}
     assert not unexpected, "\n".join(f"{chart} {'.'.join(map(str, path))}: {why}"
                                      for (chart, path), why in unexpected.items())
@@ -630,7 +630,8 @@ def test_every_values_leaf_we_set_is_read_by_a_template(leaf_report, rendered):
     assert {chart for chart, _ in leaf_report.checked} == charts
     print(f"\n{len(leaf_report.checked)} distinct values leaves over {len(charts)} charts: "
           f"{sum(v == 'sentinel' for v in leaf_report.checked.values())} by sentinel, "
-          f"{sum(v == 'changed' for v in leaf_report.checked.values())} by changed output")
+          f"{sum(v == 'changed' for v in leaf_report.checked.values())} by changed output; "
+          f"{helm.renders} helm template runs this session")
 
 
 # --- objects the rendered workloads mount or read -------------------------------------------------------------------
