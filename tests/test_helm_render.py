@@ -224,6 +224,30 @@ def tolerates(tolerations: list[dict], key: str, effect: str) -> bool:
                and t.get("effect") in (None, "", effect) for t in tolerations)
 
 
+def _kubelet_spelling(taint: str) -> tuple[str, str]:
+    """`key=value:Effect` or `key:Effect` -> (key, Effect)."""
+    key_value, _, effect = taint.rpartition(":")
+    return key_value.partition("=")[0], effect
+
+
+def planned_node_taints(plan) -> set[tuple[str, str]]:
+    """(key, Kubernetes effect) of every taint a planned node pool puts on its nodes, read from the cloud resources
+    in each provider's own spelling (EKS/GKE taint lists, AKS nodeTaints, OKE kubelet --register-with-taints)."""
+    to_k8s = {api: k8s for k8s, api in profile(plan.config.cloud).taint_effects.items()}
+    taints = set()
+    for r in plan.of_type("aws:eks/nodeGroup:NodeGroup"):
+        taints |= {(t["key"], to_k8s[t["effect"]]) for t in r.inputs.get("taints") or ()}
+    for r in plan.of_type("gcp:container/nodePool:NodePool"):
+        taints |= {(t["key"], to_k8s[t["effect"]]) for t in r.inputs["nodeConfig"].get("taints") or ()}
+    for r in plan.of_type("azure-native:containerservice:AgentPool"):
+        taints |= {_kubelet_spelling(t) for t in r.inputs.get("nodeTaints") or ()}
+    for r in plan.of_type("oci:ContainerEngine/nodePool:NodePool"):
+        for arg in ((r.inputs.get("nodeMetadata") or {}).get("kubelet-extra-args") or "").split():
+            if arg.startswith("--register-with-taints="):
+                taints |= {_kubelet_spelling(t) for t in arg.partition("=")[2].split(",")}
+    return taints
+
+
 def planned(plan, kind: str) -> list:
     """Planned Kubernetes objects of one kind (`ConfigMap`, `RoleBinding`, ...)."""
     return [r for r in plan.resources if r.type.startswith("kubernetes:") and r.type.rsplit(":", 1)[-1] == kind]
@@ -253,14 +277,15 @@ def test_cluster_policy_matches_the_cloud_profile_and_the_pools(stack, rendered)
     assert spec["operator"]["runtimeClass"] == (prof.operator_runtime_class or "nvidia")
     toolkit_env = {e["name"]: e["value"] for e in spec["toolkit"].get("env") or ()}
     assert toolkit_env == (dict(prof.toolkit_env) if ops.toolkit else {})
-    for pool in config.gpu_pools:
-        for taint in pool_taints(pool, prof):
-            assert tolerates(spec["daemonsets"]["tolerations"], taint.key, taint.effect), (pool.name, taint)
+    # Every taint the config gives a GPU pool, and every taint the planned cloud node pools really carry.
+    taints = {(t.key, t.effect) for pool in config.gpu_pools for t in pool_taints(pool, prof)}
+    taints |= planned_node_taints(plan)
+    assert ("nvidia.com/gpu", "NoSchedule") in taints
     nfd_workers = [d for d in chart.of_kind("DaemonSet") if "node-feature-discovery" in d["metadata"]["name"]]
     assert nfd_workers, "the bundled NFD worker is not rendered"
-    for pool in config.gpu_pools:
-        for taint in pool_taints(pool, prof):
-            assert tolerates(nfd_workers[0]["spec"]["template"]["spec"]["tolerations"], taint.key, taint.effect)
+    for key, effect in taints:
+        assert tolerates(spec["daemonsets"]["tolerations"], key, effect), (key, effect)
+        assert tolerates(nfd_workers[0]["spec"]["template"]["spec"]["tolerations"], key, effect), (key, effect)
     ours = {r.inputs["metadata"]["name"]: r for r in planned(plan, "ConfigMap")
             if r.inputs["metadata"].get("namespace") == chart.namespace}
     chart_maps = {d["metadata"]["name"]: d for d in chart.of_kind("ConfigMap")}
