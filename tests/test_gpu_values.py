@@ -114,7 +114,9 @@ def test_gke_uses_its_own_device_plugin_paths_cdi_and_quota():
     values = operator_values(config, profile("gcp"))
     assert values["driver"] == {"enabled": False}
     # COS has no toolkit: the operator installs one next to GKE's driver, and containers get GPUs through CDI.
-    assert values["toolkit"] == {"enabled": True, "installDir": "/home/kubernetes/bin/nvidia"}
+    # GKE 1.33+ containerd: the toolkit reads config.toml itself (NVIDIA's GKE known issue).
+    assert values["toolkit"] == {"enabled": True, "installDir": "/home/kubernetes/bin/nvidia",
+                                 "env": [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}]}
     assert values["hostPaths"] == {"driverInstallDir": "/home/kubernetes/bin/nvidia"}
     assert values["cdi"] == {"enabled": True}
     # GKE's plugin serves the pool (and its gpuSharingConfig): ours stays off, and no sharing entry exists twice.
@@ -127,7 +129,8 @@ def test_gke_uses_its_own_device_plugin_paths_cdi_and_quota():
 def test_gke_operator_owned_driver_uses_the_operators_plugin_and_default_paths():
     config = build("gcp", [{"name": "h100", "instanceType": "a3-highgpu-8g", "maxNodes": 2, "driver": "operator"}])
     values = operator_values(config, profile("gcp"))
-    assert values["driver"] == {"enabled": True} and values["toolkit"] == {"enabled": True}
+    assert values["driver"] == {"enabled": True}
+    assert values["toolkit"] == {"enabled": True, "env": [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}]}
     assert "hostPaths" not in values  # the operator's own driver lives where it looks by default
     assert values["devicePlugin"]["enabled"] is True
     labels = pool_labels(config, config.gpu_pools[0])

@@ -125,7 +125,7 @@ def test_kube_prometheus_stack_is_pinned_and_selects_our_label(plans):
     spec = inputs["values"]["prometheus"]["prometheusSpec"]
     selector = {"matchLabels": {"release": "kube-prometheus-stack"}}
     assert spec["ruleSelector"] == spec["serviceMonitorSelector"] == spec["podMonitorSelector"] == selector
-    assert spec["ruleSelectorNilUsesHelmValues"] is spec["serviceMonitorSelectorNilUsesHelmValues"] is False
+    assert not any(key.endswith("NilUsesHelmValues") for key in spec)  # unread next to explicit selectors
     values = inputs["values"]
     assert values["kubeStateMetrics"] == {"enabled": True}
     assert values["kube-state-metrics"]["metricLabelsAllowlist"] == ["nodes=[gpu-platform.io/pool]"]

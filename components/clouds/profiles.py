@@ -137,6 +137,11 @@ class CloudProfile:
     # groups, required once a team lists groups.
     team_group_check: Callable[[str], str | None] | None = None
     team_groups_key: str = ""
+    # GPU Operator container runtime facts. The containerd handler GPU nodes define, when not the operator's
+    # default `nvidia` (operator.runtimeClass): operand pods run with a RuntimeClass naming it.
+    operator_runtime_class: str = ""
+    # Environment the operator's container toolkit needs on this cloud's nodes (toolkit.env).
+    toolkit_env: tuple[tuple[str, str], ...] = ()
 
 
 def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
@@ -385,6 +390,8 @@ PROFILES: dict[str, CloudProfile] = {
         image_ships_toolkit=True,
         # AKS refuses authorized IP ranges on a private cluster.
         authorized_networks_public_only=True,
+        # AKS GPU nodes define only this containerd handler; with the default `nvidia` no operand pod starts.
+        operator_runtime_class="nvidia-container-runtime",
     ),
     "gcp": CloudProfile(
         name="gcp",
@@ -436,6 +443,8 @@ PROFILES: dict[str, CloudProfile] = {
         # Google Groups for RBAC: a caller's Google groups reach RBAC as their emails.
         team_group_check=_google_group,
         team_groups_key="securityGroup",
+        # GKE 1.33+: the toolkit misconfigures containerd from `containerd config dump` (NVIDIA GKE known issue).
+        toolkit_env=(("RUNTIME_CONFIG_SOURCE", "file"),),
     ),
     "oci": CloudProfile(
         name="oci",

@@ -75,6 +75,10 @@ def operator_values(config: PlatformConfig, prof: CloudProfile) -> dict[str, Any
         values["toolkit"]["installDir"] = prof.managed_driver_root
     if prof.needs_cdi:
         values["cdi"] = {"enabled": True}
+    if prof.operator_runtime_class:
+        values["operator"] = {"runtimeClass": prof.operator_runtime_class}
+    if ops.toolkit and prof.toolkit_env:
+        values["toolkit"]["env"] = [{"name": name, "value": value} for name, value in prof.toolkit_env]
     if ops.device_plugin and any(operator_shared(prof, p) for p in config.gpu_pools):
         values["devicePlugin"]["config"] = {"create": True, "name": DEVICE_PLUGIN_CONFIGMAP, "default": DEFAULT_ENTRY,
                                             "data": device_plugin_data(config)}

@@ -54,12 +54,10 @@ def chart_values(config: PlatformConfig) -> dict[str, Any]:
     return {
         "fullnameOverride": fullname(prom.release_label),
         "prometheus": {"prometheusSpec": {
-            # Explicit selectors instead of the chart's "release name" default, so the rule is readable here.
-            "ruleSelectorNilUsesHelmValues": False,
+            # Explicit selectors instead of the chart's "release name" default, so the rule is readable here. The
+            # chart reads *SelectorNilUsesHelmValues only when a selector is empty, so those switches are not set.
             "ruleSelector": selector,
-            "serviceMonitorSelectorNilUsesHelmValues": False,
             "serviceMonitorSelector": selector,
-            "podMonitorSelectorNilUsesHelmValues": False,
             "podMonitorSelector": selector,
             # The slowest SLO window is 3 days: keep well over that.
             "retention": "15d",
