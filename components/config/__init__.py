@@ -5,11 +5,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from components.config.errors import ConfigError, Problem
 from components.config.model import PlatformConfig
 from components.config.parse import TOP_KEYS, parse
+from components.config.reader import ReadError, decode, load_yaml
 
 NAMESPACE = "gpu-platform"
 SECRET_PLACEHOLDER = "[secret]"
@@ -53,11 +52,11 @@ def split_namespace(config: dict[str, Any]) -> tuple[dict[str, Any], list[Proble
 def read_stack_file(path: str | Path) -> dict[str, Any]:
     """Every config key of a `Pulumi.<stack>.yaml`, project-qualified, secrets replaced by a placeholder."""
     try:
-        document = yaml.safe_load(Path(path).read_text()) or {}
+        document = load_yaml(decode(Path(path).read_bytes())) or {}
     except OSError as exc:
         raise ConfigError([Problem(str(path), f"cannot read: {exc.strerror}")], str(path)) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError([Problem(str(path), f"not valid YAML: {exc}")], str(path)) from None
+    except ReadError as exc:
+        raise ConfigError([Problem(str(path), str(exc))], str(path)) from None
     config = document.get("config") if isinstance(document, dict) else None
     if not isinstance(config, dict):
         raise ConfigError([Problem("config", "the stack file has no `config:` mapping")], str(path))

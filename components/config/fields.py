@@ -56,6 +56,10 @@ class Section:
         if not isinstance(value, str):
             self.problems.add(self.at(key), f"must be a string; got {value!r}")
             return None
+        if not value.strip() and not (pattern is not None and pattern.fullmatch(value)):
+            # An empty value would silently mean "unset" further on (an empty instanceType dropped its pool).
+            self.problems.add(self.at(key), "must not be empty" + (f"; allowed: {', '.join(choices)}" if choices else ""))
+            return None
         if choices is not None and value not in choices:
             self.problems.add(self.at(key), f"{value!r} is not allowed; allowed: {', '.join(choices)}")
             return None
@@ -129,3 +133,13 @@ class Section:
             self.problems.add(self.at(key), f"must be a list; got {type(value).__name__}")
             return []
         return value
+
+
+def name_index(items: Any) -> dict[str, int]:
+    """Where each named item of a raw list sits (the first one with that name); items whose name is not a string
+    (a list, a mapping) have their own error and no entry."""
+    index: dict[str, int] = {}
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            index.setdefault(item["name"], i)
+    return index

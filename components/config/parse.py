@@ -7,7 +7,7 @@ from typing import Any
 
 from components.clouds.profiles import PROFILES, CloudProfile
 from components.config.errors import Problems
-from components.config.fields import DNS1123_LABEL, Section, join
+from components.config.fields import DNS1123_LABEL, Section, join, name_index
 from components.config.model import (
     CLOUDS, ENVIRONMENTS, Cluster, Exemption, NodePool, Observability, PlatformConfig, Policy, Prometheus, Reclaim, Slo,
 )
@@ -34,7 +34,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     cluster = _cluster(top.value("cluster"), prof, production, problems)
     pool_items = top.list("gpuPools", required=True)
     pools = read_pools(pool_items, prof, problems)
-    declared = {item.get("name") for item in pool_items if isinstance(item, dict)}
+    declared = set(name_index(pool_items))
     scheduler = read_scheduler(top.value("scheduler", {}), problems)
     teams = read_teams(top.list("teams", required=True), pools, declared, problems)
     observability = _observability(top.value("observability", {}), problems)

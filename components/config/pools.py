@@ -8,7 +8,7 @@ from components import catalog
 from components.clouds.profiles import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
-from components.config.fields import DNS1123_LABEL, Section, join
+from components.config.fields import DNS1123_LABEL, Section, join, name_index
 from components.config.model import (
     CAPACITY_TYPES, DRIVER_OWNERS, SHARING_MODES, TAINT_EFFECTS, WORKLOADS, GpuPool, Sharing, Taint,
 )
@@ -210,7 +210,7 @@ def one_gpu_operator(items: list[Any], pools: list[GpuPool], prof: CloudProfile 
     """One GPU Operator serves every pool: its cluster-wide settings must mean the same on all of them."""
     if prof is None:
         return
-    index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
+    index = name_index(items)
     if prof.managed_driver_root and len({p.driver for p in pools}) > 1:
         for pool in pools:
             if pool.driver != prof.default_driver:
@@ -237,7 +237,7 @@ def one_gpu_operator(items: list[Any], pools: list[GpuPool], prof: CloudProfile 
 def cloud_pool_checks(extras: dict[str, Any], items: list[Any], pools: list[GpuPool], prof: CloudProfile,
                        problems: Problems) -> None:
     """Pools against the cloud: labels it refuses, what the chosen GPU image runs, reservations reserved pools need."""
-    index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
+    index = name_index(items)
     extras_path = f"cluster.{prof.name}"
     if prof.gpu_image_key:
         image_type = extras.get(prof.gpu_image_key, next(iter(prof.gpu_images)))
@@ -280,7 +280,7 @@ def scale_from_zero_warnings(items: list[Any], pools: list[GpuPool], prof: Cloud
     """Pools the Cluster Autoscaler cannot start from zero nodes for the resources their pods ask for."""
     if not (prof and prof.autoscaler_template_whole_gpus):
         return
-    index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
+    index = name_index(items)
     strategy = capacity.mig_strategy(pools)
     for pool in pools:
         unseen = sorted(set(capacity.pool_units(pool, strategy)) - {capacity.GPU_RESOURCE})

@@ -8,7 +8,7 @@ from components.clouds import labels as node_facts
 from components.clouds.profiles import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
-from components.config.fields import DNS1123_LABEL, Section, join
+from components.config.fields import DNS1123_LABEL, Section, join, name_index
 from components.config.model import PRIORITIES, SCHEDULERS, Gang, GpuPool, Observability, Scheduler, Team
 
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "gpu-operator",
@@ -85,7 +85,7 @@ def team_quota_rules(pool_items: list[Any], pools: list[GpuPool], scheduler: Sch
                       prof: CloudProfile | None, production: bool, problems: Problems) -> None:
     """What teams' quotas mean together: a cohort to borrow from, quota that can be lent or reached, pool capacity."""
     strategy = capacity.mig_strategy(pools)
-    index = {item.get("name"): i for i, item in enumerate(pool_items) if isinstance(item, dict)}
+    index = name_index(pool_items)
     cohort = len(teams) >= 2  # teams borrow and lend within one shared cohort
     for i, team in enumerate(teams):
         path = join("teams", i)

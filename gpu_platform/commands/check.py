@@ -1,7 +1,6 @@
 """`gpu-platform check`: the policy pack, offline: plan a stack (or read a plan file) and report findings."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import yaml
@@ -61,10 +60,11 @@ def _read_document(path: str):
 
 def _read_plan(path: str):
     from gpu_platform.engine.plan import Plan
+    from gpu_platform.engine.plan_file import PlanFileError, read_plan_json
 
     try:
-        return Plan.from_json(json.loads(Path(path).read_text()))
+        return Plan.from_json(read_plan_json(path))
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"{path} is not a plan (`gpu-platform plan --format json`): {exc}") from None
+    except PlanFileError as exc:
+        raise UsageError(str(exc)) from None
