@@ -51,7 +51,7 @@ config:
 # Created VPC with a Capacity Block zone, and a mixed MIG strategy (one layout with several profiles).
 MIXED = {
     "gpu-platform:cluster": {"name": "ml-mixed", "region": "us-east-1", "aws": {
-        "capacityBlocks": {"h100-block": {"reservationId": "cr-0fedcba9876543210", "availabilityZone": "offline-1b"}}}},
+        "capacityBlocks": {"h100-block": {"reservationId": "cr-0fedcba9876543210", "availabilityZone": "us-east-1b"}}}},
     "gpu-platform:gpuPools": [
         {"name": "a100-balanced", "instanceType": "p4de.24xlarge", "maxNodes": 2, "workload": "inference",
          "sharing": {"mode": "mig", "migProfile": "all-balanced"}},
@@ -283,7 +283,7 @@ def test_created_vpc_spans_three_zones_with_eks_subnet_tags(prod):
     subnets = {r.name: r.inputs for r in prod.of_type("aws:ec2/subnet:Subnet")}
     private = [subnets[f"ml-prod-private-{i}"] for i in range(3)]
     public = [subnets[f"ml-prod-public-{i}"] for i in range(3)]
-    assert [s["availabilityZone"] for s in private] == ["offline-1a", "offline-1b", "offline-1c"]
+    assert [s["availabilityZone"] for s in private] == ["us-east-1a", "us-east-1b", "us-east-1c"]  # the offline zones of the region
     assert all(s["tags"]["kubernetes.io/role/internal-elb"] == "1" for s in private)
     assert all(s["tags"]["kubernetes.io/role/elb"] == "1" for s in public)
     assert [s["cidrBlock"] for s in private] == ["10.40.0.0/18", "10.40.64.0/18", "10.40.128.0/18"]
@@ -339,7 +339,7 @@ def test_capacity_block_pool_launches_through_a_template_in_its_zone(mixed, exis
     assert group.inputs["launchTemplate"]["version"] == "1"
     assert group.inputs["launchTemplate"]["id"].startswith("ml-mixed-h100-block-capacity-block-")
     assert "instanceTypes" not in group.inputs and "diskSize" not in group.inputs
-    assert [s.rsplit("-", 1)[0] for s in group.inputs["subnetIds"]] == ["ml-mixed-private-1"]  # offline-1b
+    assert [s.rsplit("-", 1)[0] for s in group.inputs["subnetIds"]] == ["ml-mixed-private-1"]  # us-east-1b
     # On existing subnets the block's zone is looked up among them (offline: the first id).
     assert gpu_groups(existing)["gpu-h100-block"].inputs["subnetIds"] == ["subnet-0aaa"]
 
@@ -442,9 +442,9 @@ def problems(raw):
     ({"vpcCidr": "10.0.0.0/8"}, "cluster.aws.vpcCidr", "/16 to /22"),
     ({"vpcCidr": "10.0.0.1/16"}, "cluster.aws.vpcCidr", "is not an IPv4 network"),
     ({"publicAccessCidrs": ["0.0.0.0/0", "1.2.3.4/40"]}, "cluster.aws.publicAccessCidrs", "not: '1.2.3.4/40'"),
-    ({"capacityBlocks": {"h100-train": {"reservationId": "r-1", "availabilityZone": "a"}}}, "cluster.aws.capacityBlocks",
+    ({"capacityBlocks": {"h100-train": {"reservationId": "r-1", "availabilityZone": "us-east-1a"}}}, "cluster.aws.capacityBlocks",
      "h100-train: must be {reservationId: cr-..., availabilityZone: <zone>}"),
-    ({"capacityBlocks": {"nope": {"reservationId": "cr-1", "availabilityZone": "a"}}}, "cluster.aws.capacityBlocks.nope",
+    ({"capacityBlocks": {"nope": {"reservationId": "cr-1", "availabilityZone": "us-east-1a"}}}, "cluster.aws.capacityBlocks.nope",
      "no reserved GPU pool named 'nope'"),
 ])
 def test_bad_aws_block(raw, aws, path, fragment):
@@ -457,7 +457,7 @@ def test_reserved_pool_needs_its_capacity_block(raw):
     assert problems(raw) == {"gpuPools[0].capacityType": "reserved on EKS needs cluster.aws.capacityBlocks.h100-train "
                                                          "(per reserved pool: {reservationId, availabilityZone} of its "
                                                          "EC2 Capacity Block for ML)"}
-    raw["cluster"]["aws"] = {"capacityBlocks": {"h100-train": {"reservationId": "cr-1", "availabilityZone": "a"}}}
+    raw["cluster"]["aws"] = {"capacityBlocks": {"h100-train": {"reservationId": "cr-1", "availabilityZone": "us-east-1a"}}}
     assert validate(raw).cluster.extras["capacityBlocks"]["h100-train"]["reservationId"] == "cr-1"
 
 

@@ -20,6 +20,8 @@ class ExtraKey:
     choices: tuple[str, ...] = ()  # the only values the cloud API accepts
     requires: tuple[str, ...] = ()  # sibling keys that must be set with this one
     check: Callable[[Any], str | None] | None = None  # what is wrong with a value of the right kind, or None
+    # The availability zones a value names, as (path below this key, zone), so they can be checked against the region.
+    zones: Callable[[Any], list[tuple[str, str]]] | None = None
 
     def problem(self, value: Any) -> str | None:
         """Why `value` (already of the right kind) is not acceptable, or None."""
@@ -121,6 +123,19 @@ class CloudProfile:
     critical_pods_need_quota: bool = False
     # What the cloud offers instead of, or next to, our Helm-installed operator.
     operator_note: str = ""
+    # Formats the cloud API takes (regexes for the whole value), checked before anything is created.
+    region_pattern: str = r".+"
+    region_example: str = ""
+    instance_type_pattern: str = r".+"  # the system pool's instance type (GPU pools are looked up in the catalog)
+    instance_type_example: str = ""
+    cluster_name_pattern: str = r".+"  # on top of DNS-1123 and 40 characters
+    cluster_name_doc: str = ""
+    zone_pattern: str = ""  # a zone of region R: the pattern with {region} replaced by R
+    # Most nodes one node pool can have (the cloud's per-pool limit); maxNodes above it would fail at create time.
+    max_pool_nodes: int = 1000
+    # Format of teams[].groups, when the cloud's identity provider fixes one (Entra ID object ids on AKS).
+    group_pattern: str = ""
+    group_doc: str = ""
 
 
 def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
@@ -159,6 +174,19 @@ def _capacity_blocks(value: dict) -> str | None:
             return (f"{pool}: must be {{reservationId: cr-..., availabilityZone: <zone>}} "
                     f"(the Capacity Block bought for that pool); got {block!r}")
     return None
+
+
+def _block_zones(value: dict) -> list[tuple[str, str]]:
+    return [(f"{pool}.availabilityZone", block["availabilityZone"]) for pool, block in value.items()
+            if isinstance(block, dict) and isinstance(block.get("availabilityZone"), str)]
+
+
+_GUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+
+
+def _guid_list(value: list) -> str | None:
+    bad = [v for v in value if not isinstance(v, str) or not re.fullmatch(_GUID, v)]
+    return f"must list Entra ID group object ids (GUIDs); not: {', '.join(map(repr, bad))}" if bad else None
 
 
 def _ocid(kind: str) -> Callable[[str], str | None]:
@@ -204,7 +232,9 @@ def _gke_master_cidr(value: str) -> str | None:
 
 def _gcp_zones(value: list) -> str | None:
     bad = [z for z in value if not isinstance(z, str)]
-    return f"must list zone names like us-central1-a; not: {', '.join(map(repr, bad))}" if bad else None
+    if bad:
+        return f"must list zone names like us-central1-a; not: {', '.join(map(repr, bad))}"
+    return f"lists a zone twice: {value!r}" if len(set(value)) != len(value) else None
 
 
 # EKS GPU AMIs (REFERENCE section 1). Bottlerocket ships its own NVIDIA device plugin: these labels keep the GPU
@@ -243,7 +273,7 @@ PROFILES: dict[str, CloudProfile] = {
                                 choices=tuple(_EKS_GPU_IMAGES)),
             "publicAccessCidrs": ExtraKey(list, "CIDRs allowed to reach a public API endpoint", check=_cidr_list),
             "capacityBlocks": ExtraKey(dict, "per reserved pool: {reservationId, availabilityZone} of its EC2 "
-                                             "Capacity Block for ML", check=_capacity_blocks),
+                                             "Capacity Block for ML", check=_capacity_blocks, zones=_block_zones),
         },
         driver_note="the EKS GPU AMI owns driver and toolkit; the operator cannot install the driver on Amazon Linux, NVIDIA/gpu-operator#686",
         gpu_images=_EKS_GPU_IMAGES,
@@ -261,6 +291,14 @@ PROFILES: dict[str, CloudProfile] = {
         reserved_label_domains=("kubernetes.io", "k8s.io", "eks.amazonaws.com"),
         # The EKS AL2023 NVIDIA AMI ships the container toolkit with the driver (REFERENCE section 1), as does Bottlerocket.
         image_ships_toolkit=True,
+        region_pattern=r"(us|eu|ap|sa|ca|me|af|il|mx)(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|"
+                       r"southeast|northwest|southwest)-\d",
+        region_example="us-east-1",
+        instance_type_pattern=r"[a-z][a-z0-9-]*\.[a-z0-9]+",
+        instance_type_example="m6i.2xlarge",
+        zone_pattern="{region}[a-z]",
+        # EKS service quota "nodes per managed node group".
+        max_pool_nodes=450,
     ),
     "azure": CloudProfile(
         name="azure",
@@ -277,7 +315,7 @@ PROFILES: dict[str, CloudProfile] = {
             "vnetCidr": ExtraKey(str, "address space of the VNet created when vnetSubnetId is omitted",
                                  check=_aks_vnet_cidr),
             "tenantId": ExtraKey(str, "Entra ID tenant for AKS-managed AAD"),
-            "adminGroupObjectIds": ExtraKey(list, "Entra ID groups that administer the cluster"),
+            "adminGroupObjectIds": ExtraKey(list, "Entra ID groups that administer the cluster", check=_guid_list),
             "zones": ExtraKey(list, "availability zones for the system and GPU pools, e.g. [\"1\", \"2\"] (GPU sizes "
                                     "are not in every zone)", check=_azure_zones),
             "deployerPrincipalType": ExtraKey(str, "who runs pulumi up on an Entra ID cluster: User (default) or "
@@ -298,6 +336,15 @@ PROFILES: dict[str, CloudProfile] = {
         spot_taints=(("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule"),),
         # AKS GPU node images bring the NVIDIA container runtime along with the driver they install.
         image_ships_toolkit=True,
+        region_pattern=r"[a-z]+[a-z0-9]*",
+        region_example="eastus2",
+        instance_type_pattern=r"Standard_[A-Za-z0-9_]+",
+        instance_type_example="Standard_D8s_v5",
+        # AKS node pools hold at most 1000 nodes (maxCount).
+        max_pool_nodes=1000,
+        # AKS-managed Entra ID RBAC binds groups by object id, not by name.
+        group_pattern=_GUID,
+        group_doc="an Entra ID group object id (GUID), as AKS-managed Entra ID RBAC binds groups by object id",
     ),
     "gcp": CloudProfile(
         name="gcp",
@@ -338,6 +385,16 @@ PROFILES: dict[str, CloudProfile] = {
         needs_cdi=True,
         # GKE admits critical-priority pods outside kube-system only up to a quota (operator pods use them).
         critical_pods_need_quota=True,
+        region_pattern=r"[a-z]+-[a-z]+[0-9]+",
+        region_example="us-central1",
+        instance_type_pattern=r"[a-z][a-z0-9]*-[a-z0-9]+(-[a-z0-9]+)*",
+        instance_type_example="e2-standard-8",
+        # GKE cluster names must start with a letter.
+        cluster_name_pattern=r"[a-z]([-a-z0-9]*[a-z0-9])?",
+        cluster_name_doc="GKE cluster names start with a letter",
+        zone_pattern="{region}-[a-z]",
+        # GKE allows at most 1000 nodes per node pool zone.
+        max_pool_nodes=1000,
     ),
     "oci": CloudProfile(
         name="oci",
@@ -386,6 +443,14 @@ PROFILES: dict[str, CloudProfile] = {
         # The OCI autoscaler builds a node pool's scale-from-zero template from its shape's GPU count
         # (cloudprovider/oci/nodepools/oci_manager.go): only nvidia.com/gpu, never MIG resources.
         autoscaler_template_whole_gpus=True,
+        # OCI regions name a city (us-ashburn-1); AWS's compass words there mean an AWS region was pasted.
+        region_pattern=r"[a-z]{2}-(?!(north|south|east|west|central|northeast|southeast|northwest|southwest)-)"
+                       r"[a-z]+-[0-9]+",
+        region_example="us-ashburn-1",
+        instance_type_pattern=r"(VM|BM)\.[A-Za-z0-9.]+",
+        instance_type_example="VM.Standard.E5.Flex",
+        # OKE node pools hold at most 1000 nodes (node pool size limit).
+        max_pool_nodes=1000,
     ),
 }
 

@@ -2,24 +2,28 @@
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, datetime
+from urllib.parse import urlsplit
 from typing import Any
 
 from components.clouds.profiles import PROFILES, CloudProfile
 from components.config.errors import Problems
-from components.config.fields import DNS1123_LABEL, Section, join, name_index
+from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
 from components.config.model import (
     CLOUDS, ENVIRONMENTS, Cluster, Exemption, NodePool, Observability, PlatformConfig, Policy, Prometheus, Reclaim, Slo,
 )
 from components.config.pools import (
     cloud_pool_checks, one_gpu_operator, read_pools, scale_from_zero_warnings, spot_warnings,
 )
-from components.config.teams import read_scheduler, read_teams, reclaim_opt_ins, team_quota_rules
+from components.config.teams import (
+    RESERVED_NAMESPACES, read_scheduler, read_teams, reclaim_opt_ins, team_quota_rules,
+)
+from components.config.cron import cron_problem
 
 TOP_KEYS = ("cloud", "environment", "cluster", "gpuPools", "scheduler", "teams", "observability", "policy")
 _K8S_VERSION = re.compile(r"1\.\d{2}")
 _HTTP_URL = re.compile(r"https?://[^\s/]+(/\S*)?")
-_CRON = re.compile(r"@(annually|yearly|monthly|weekly|daily|midnight|hourly)|[\d*/,A-Za-z-]+(\s+[\d*/,A-Za-z-]+){4}")
+_HOST = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\]")
 
 
 def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
@@ -36,8 +40,9 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     pools = read_pools(pool_items, prof, problems)
     declared = set(name_index(pool_items))
     scheduler = read_scheduler(top.value("scheduler", {}), problems)
-    teams = read_teams(top.list("teams", required=True), pools, declared, problems)
+    teams = read_teams(top.list("teams", required=True), pools, declared, problems, prof)
     observability = _observability(top.value("observability", {}), problems)
+    _namespaces(observability, teams, problems)
     policy = read_policy(top.value("policy", {}), problems)
     reclaim_opt_ins(top.value("teams", []), teams, observability, problems)
     one_gpu_operator(pool_items, pools, prof, problems)
@@ -62,10 +67,12 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
                                             "systemPool", "privateEndpoint", *CLOUDS))
     if raw is None:
         return None
-    name = sec.str("name", pattern=DNS1123_LABEL, what="a DNS-1123 label (lowercase letters, digits, '-')")
+    name = sec.str("name", pattern=DNS1123_LABEL, what=DNS1123_WHAT)
     if name and len(name) > 40:
         problems.add(sec.at("name"), f"must be at most 40 characters (GKE and AKS limits); got {len(name)}")
-    region = sec.str("region")
+    elif name and prof and not re.fullmatch(prof.cluster_name_pattern, name):
+        problems.add(sec.at("name"), f"{name!r} is not a {prof.service} cluster name ({prof.cluster_name_doc})")
+    region = _cloud_format(sec, "region", prof, "region_pattern", "region_example", "region")
     version = sec.str("kubernetesVersion", "1.33", pattern=_K8S_VERSION, what="a Kubernetes minor version like \"1.33\"")
     if prof and prof.kubernetes_versions and version and version not in prof.kubernetes_versions:
         problems.add(sec.at("kubernetesVersion"), f"{version!r} is not a version {prof.service} offers here; allowed: "
@@ -76,10 +83,13 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
     private = sec.bool("privateEndpoint", production)
 
     sys_sec = Section(sec.value("systemPool", {}), sec.at("systemPool"), problems, ("instanceType", "minNodes", "maxNodes"))
+    pool_limit = prof.max_pool_nodes if prof else None
+    why = f"{prof.service} node pool limit" if prof else ""
     system = NodePool(
-        instance_type=sys_sec.str("instanceType", prof.default_system_instance if prof else ""),
-        min_nodes=sys_sec.int("minNodes", 2, minimum=1),
-        max_nodes=sys_sec.int("maxNodes", 4, minimum=1),
+        instance_type=_cloud_format(sys_sec, "instanceType", prof, "instance_type_pattern", "instance_type_example",
+                                    "instance type", prof.default_system_instance if prof else None) or "",
+        min_nodes=sys_sec.int("minNodes", 2, minimum=1, maximum=pool_limit or 1000, why=why),
+        max_nodes=sys_sec.int("maxNodes", 4, minimum=1, maximum=pool_limit or 1000, why=why),
     )
     if isinstance(system.min_nodes, int) and isinstance(system.max_nodes, int) and system.min_nodes > system.max_nodes:
         problems.add(sys_sec.at("maxNodes"), f"must be >= minNodes ({system.min_nodes}); got {system.max_nodes}")
@@ -90,13 +100,34 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
             problems.add(sec.at(other), f"is a block for {other}, but this stack's cloud is {prof.name}; "
                                         f"only `cluster.{prof.name}` is allowed")
     if prof:
-        extras = _extras(sec.value(prof.name, {}), sec.at(prof.name), prof, problems)
+        extras = _extras(sec.value(prof.name, {}), sec.at(prof.name), prof, region, problems)
+    if kubeconfig is not None:
+        _adopted_warnings(sec, prof, problems)
     return Cluster(name=name or "", region=region or "", kubernetes_version=version or "", system_pool=system,
                    existing_kubeconfig=kubeconfig if isinstance(kubeconfig, str) else None,
                    private_endpoint=bool(private), extras=extras)
 
 
-def _extras(raw: Any, path: str, prof: CloudProfile, problems: Problems) -> dict[str, Any]:
+def _cloud_format(sec: Section, key: str, prof: CloudProfile | None, pattern: str, example: str, what: str,
+                  default: Any = None) -> str | None:
+    """A string the stack's cloud must recognise as its own: a GKE stack with region us-east-1 is refused here."""
+    value = sec.str(key) if default is None else sec.str(key, default)
+    if value and prof and not re.fullmatch(getattr(prof, pattern), value):
+        sec.problems.add(sec.at(key), f"{value!r:.80} is not a {prof.service} {what} (like "
+                                      f"{getattr(prof, example)}); is it from another cloud?")
+        return None
+    return value
+
+
+def _adopted_warnings(sec: Section, prof: CloudProfile | None, problems: Problems) -> None:
+    """An adopted cluster is only reached through its kubeconfig: keys that shape a created cluster do nothing."""
+    for key in ("privateEndpoint", "systemPool", *([prof.name] if prof else [])):
+        if sec.has(key):
+            problems.warn(sec.at(key), "has no effect with cluster.existingKubeconfig: an adopted cluster is not "
+                                       "created or changed; remove it")
+
+
+def _extras(raw: Any, path: str, prof: CloudProfile, region: str | None, problems: Problems) -> dict[str, Any]:
     sec = Section(raw, path, problems, tuple(prof.extras))
     extras = {}
     for key, spec in prof.extras.items():
@@ -115,6 +146,11 @@ def _extras(raw: Any, path: str, prof: CloudProfile, problems: Problems) -> dict
         for other in spec.requires:
             if not sec.has(other):
                 problems.add(sec.at(other), f"is required with {key} ({prof.extras[other].doc})")
+        if spec.zones and prof.zone_pattern and region:
+            zone = prof.zone_pattern.format(region=re.escape(region))
+            for below, name in spec.zones(value):
+                if not re.fullmatch(zone, name):
+                    problems.add(join(sec.at(key), below), f"{name!r:.80} is not a zone of cluster.region {region}")
         extras[key] = value
     return extras
 
@@ -128,13 +164,13 @@ def _observability(raw: Any, problems: Problems) -> Observability:
         dcgm=sec.bool("dcgm", True),
         prometheus=Prometheus(
             install=prom.bool("install", True),
-            namespace=prom.str("namespace", "monitoring", pattern=DNS1123_LABEL, what="a namespace name"),
-            release_label=prom.str("releaseLabel", "kube-prometheus-stack"),
-            url=prom.str("url", None, pattern=_HTTP_URL, what="an http:// or https:// URL"),
+            namespace=prom.str("namespace", "monitoring", pattern=DNS1123_LABEL, what=f"a namespace name ({DNS1123_WHAT})"),
+            release_label=_label_value(prom, "releaseLabel", "kube-prometheus-stack"),
+            url=_url(prom, "url"),
         ),
         slo=Slo(min_utilization=slo.number("minUtilization", 0.5, 0.0, 1.0),
-                idle_minutes=slo.int("idleMinutes", 30, minimum=1),
-                pending_minutes=slo.int("pendingMinutes", 60, minimum=1)),
+                idle_minutes=slo.int("idleMinutes", 30, minimum=1, maximum=7 * 24 * 60, why="a week"),
+                pending_minutes=slo.int("pendingMinutes", 60, minimum=1, maximum=7 * 24 * 60, why="a week")),
         reclaim=_reclaim(sec.value("reclaim", {}), sec.at("reclaim"), problems),
     )
     if observability.reclaim.enabled:
@@ -146,13 +182,56 @@ def _observability(raw: Any, problems: Problems) -> Observability:
     return observability
 
 
+def _label_value(sec: Section, key: str, default: str) -> str | None:
+    from components.config.pools import LABEL_VALUE
+
+    return sec.str(key, default, pattern=LABEL_VALUE,
+                   what="a Kubernetes label value (at most 63 letters, digits, '-', '_', '.')")
+
+
+def _url(sec: Section, key: str) -> str | None:
+    url = sec.str(key, None, pattern=_HTTP_URL, what="an http:// or https:// URL")
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    host = parts.netloc.rpartition("@")[2]
+    host = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    if not port_ok or not _HOST.fullmatch(host) or len(host) > 253:
+        sec.problems.add(sec.at(key), f"{url!r:.120} is not an http(s) URL with a valid host and port 1-65535")
+        return None
+    return url
+
+
+def _namespaces(observability: Observability, teams: list, problems: Problems) -> None:
+    """Prometheus gets a namespace of its own: sharing a team's would put that team's quota and RBAC on it."""
+    namespace = observability.prometheus.namespace
+    if not namespace:
+        return
+    platform = [n for n in RESERVED_NAMESPACES if n != "monitoring"]
+    if namespace in platform:
+        problems.add("observability.prometheus.namespace", f"{namespace!r} is a platform namespace; choose another "
+                                                           f"(platform namespaces: {', '.join(platform)})")
+    for i, team in enumerate(teams):
+        if team.name == namespace:
+            problems.add(join(join("teams", i), "name"), f"{namespace!r} is observability.prometheus.namespace; a "
+                                                         "team namespace cannot also be Prometheus's")
+
+
 def _reclaim(raw: Any, path: str, problems: Problems) -> Reclaim:
     sec = Section(raw, path, problems, ("enabled", "dryRun", "schedule"))
+    schedule = sec.str("schedule", "*/10 * * * *")
+    problem = cron_problem(schedule) if schedule else None
+    if problem:
+        problems.add(sec.at("schedule"), f"{schedule!r:.80} is not a cron schedule like \"*/10 * * * *\" or "
+                                         f"@hourly: {problem}")
     return Reclaim(
         enabled=bool(sec.bool("enabled", False)),
         dry_run=sec.bool("dryRun", True) is not False,  # anything but an explicit false stays a dry run
-        schedule=sec.str("schedule", "*/10 * * * *", pattern=_CRON,
-                         what="a cron schedule like \"*/10 * * * *\" or @hourly") or "*/10 * * * *",
+        schedule=schedule or "*/10 * * * *",
     )
 
 
@@ -172,6 +251,8 @@ def read_policy(raw: Any, problems: Problems) -> Policy:
                 expires = date.fromisoformat(expires)
             except ValueError:
                 local.add(ex.at("expires"), f"must be a date YYYY-MM-DD; got {expires!r}")
+        elif isinstance(expires, datetime):  # a YAML timestamp read by PyYAML; compare it as the date it names
+            expires = expires.date()
         elif expires is not None and not isinstance(expires, date):
             local.add(ex.at("expires"), f"must be a date YYYY-MM-DD; got {expires!r}")
         if local.errors:

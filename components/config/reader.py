@@ -60,6 +60,8 @@ class _Loader(yaml.SafeLoader):
 
     def construct_core_int(self, node):
         text = self.construct_scalar(node)
+        if len(text) > 30:  # int64 has 19 digits; Python would also refuse past 4300 with a ValueError
+            raise ReadError(f"the number {text[:12]}... on line {node.start_mark.line + 1} has {len(text)} digits")
         return int(text, 0) if text.lstrip("+-")[:2] in ("0o", "0x") else int(text)
 
 

@@ -1,6 +1,7 @@
 """Teams and the scheduler in the stack config: quotas, borrowing, priorities, and the checks across teams."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 # A module reference, not a name: labels imports the config model, so it may still be initializing here.
@@ -8,7 +9,7 @@ from components.clouds import labels as node_facts
 from components.clouds.profiles import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
-from components.config.fields import DNS1123_LABEL, Section, join, name_index
+from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
 from components.config.model import PRIORITIES, SCHEDULERS, Gang, GpuPool, Observability, Scheduler, Team
 
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "gpu-operator",
@@ -28,7 +29,8 @@ def read_scheduler(raw: Any, problems: Problems) -> Scheduler:
     )
 
 
-def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: Problems) -> list[Team]:
+def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: Problems,
+               prof: CloudProfile | None = None) -> list[Team]:
     if not items and not any(p.path == "teams" for p in problems.errors):
         problems.add("teams", "must list at least one team")
     strategy = capacity.mig_strategy(pools)
@@ -38,7 +40,7 @@ def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: 
         path = join("teams", i)
         sec = Section(item, path, problems, ("name", "quotas", "borrowingLimit", "lendingLimit", "priority", "groups",
                                              "reclaim"))
-        name = sec.str("name", pattern=DNS1123_LABEL, what="a DNS-1123 label (it becomes the team's namespace)")
+        name = sec.str("name", pattern=DNS1123_LABEL, what=f"{DNS1123_WHAT}: it becomes the team's namespace")
         if name in RESERVED_NAMESPACES:
             problems.add(sec.at("name"), f"{name!r} is a reserved namespace; reserved: {', '.join(RESERVED_NAMESPACES)}")
         if name and any(t.name == name for t in teams):
@@ -46,14 +48,24 @@ def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: 
         quotas = _quotas(sec.value("quotas"), sec.at("quotas"), by_name, declared, strategy, problems)
         team = Team(
             name=name or "", quotas=quotas,
-            borrowing_limit=sec.int("borrowingLimit", None, minimum=0),
-            lending_limit=sec.int("lendingLimit", None, minimum=0),
+            borrowing_limit=sec.int("borrowingLimit", None, minimum=0, maximum=1_000_000),
+            lending_limit=sec.int("lendingLimit", None, minimum=0, maximum=1_000_000),
             priority=sec.str("priority", "normal", choices=PRIORITIES) or "normal",
-            groups=tuple(sec.str_list("groups")),
+            groups=_groups(sec, prof),
             reclaim=bool(sec.bool("reclaim", False)),
         )
         teams.append(team)
     return teams
+
+
+def _groups(sec: Section, prof: CloudProfile | None) -> tuple[str, ...]:
+    groups = sec.str_list("groups")
+    for j, group in enumerate(groups):
+        if not group.strip():
+            sec.problems.add(join(sec.at("groups"), j), "must not be empty")
+        elif prof and prof.group_pattern and not re.fullmatch(prof.group_pattern, group):
+            sec.problems.add(join(sec.at("groups"), j), f"{group!r:.80} is not {prof.group_doc}")
+    return tuple(groups)
 
 
 def _quotas(raw: Any, path: str, pools: dict[str, GpuPool], declared: set, strategy: str | None,

@@ -10,9 +10,15 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    from components.config import ConfigError, Problem
     from gpu_platform.engine.plan import validate_stack
+    from policies import context
 
     _, path, _, config = validate_stack(args.stack, args.file)
+    # The policy pack would refuse these exemptions (a finding, never applied): validate says so before any run.
+    issues = context.for_config(config).exemptions.issues
+    if issues:
+        raise ConfigError([Problem(i.path, i.message) for i in issues], str(path))
     for warning in config.warnings:
         print(f"warning: {warning}")
     print(f"{path}: valid ({config.cloud}, {config.environment}, {len(config.gpu_pools)} GPU pool(s), "

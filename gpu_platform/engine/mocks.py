@@ -45,12 +45,11 @@ _COMPUTED: dict[str, Callable[[str, dict], dict]] = {
     "random:index/randomPassword:RandomPassword": lambda name, _: {"result": f"offline-{name}"},
 }
 
+_AVAILABILITY_ZONES = "aws:index/getAvailabilityZones:getAvailabilityZones"
 # Invokes the program may make, with offline answers.
 _INVOKES: dict[str, Callable[[dict], dict]] = {
     "aws:index/getCallerIdentity:getCallerIdentity": lambda _: {
         "accountId": "000000000000", "arn": "arn:aws:iam::000000000000:user/offline", "userId": "offline", "id": "0"},
-    "aws:index/getAvailabilityZones:getAvailabilityZones": lambda _: {
-        "names": ["offline-1a", "offline-1b", "offline-1c"], "zoneIds": ["o1-az1", "o1-az2", "o1-az3"], "id": "z"},
     # Offline every subnet id lies in the zone asked for: the first id named answers.
     "aws:ec2/getSubnets:getSubnets": lambda args: {
         "ids": [v for f in args.get("filters", []) if f["name"] == "subnet-id" for v in f["values"]][:1], "id": "s"},
@@ -102,6 +101,12 @@ class StrictMocks(pulumi.runtime.Mocks):
         return fake_id(args.typ, args.name), outputs
 
     def call(self, args: pulumi.runtime.MockCallArgs):
+        if args.token == _AVAILABILITY_ZONES:
+            # Zones of the provider's region, as AWS answers: cluster.aws zones in the stack are checked against it.
+            urn = (args.provider or "").split("::")  # urn:pulumi:<stack>::<project>::<type>::<name>::<id>
+            provider = self.inputs.get(("pulumi:providers:aws", urn[-2] if len(urn) >= 2 else ""))
+            region = (provider or {}).get("region", "offline-1")
+            return {"names": [f"{region}{z}" for z in "abc"], "zoneIds": [f"o1-az{i}" for i in (1, 2, 3)], "id": "z"}
         answer = _INVOKES.get(args.token)
         if answer is None:
             raise UnmockedInvokeError(f"invoke {args.token} has no offline answer; add one to "

@@ -36,6 +36,8 @@ def read_plan_json(path: str | Path) -> dict[str, Any]:
         raise PlanFileError(str(path), [f"the file {exc}"]) from None
     except json.JSONDecodeError as exc:
         raise PlanFileError(str(path), [f"line {exc.lineno}: not JSON ({exc.msg})"]) from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise PlanFileError(str(path), [f"not usable JSON ({exc})"]) from None
     except RecursionError:
         raise PlanFileError(str(path), ["nested too deeply to be a plan"]) from None
     check_plan_json(document, str(path))
