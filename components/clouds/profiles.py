@@ -21,7 +21,7 @@ class ExtraKey:
     requires: tuple[str, ...] = ()  # sibling keys that must be set with this one
     check: Callable[[Any], str | None] | None = None  # what is wrong with a value of the right kind, or None
     # The availability zones a value names, as (path below this key, zone), so they can be checked against the region.
-    zones: Callable[[Any], list[tuple[str, str]]] | None = None
+    zones: Callable[[Any], list[tuple[str | int, str]]] | None = None
 
     def problem(self, value: Any) -> str | None:
         """Why `value` (already of the right kind) is not acceptable, or None."""
@@ -359,7 +359,7 @@ PROFILES: dict[str, CloudProfile] = {
             "network": ExtraKey(str, "existing VPC network; omit to create one"),
             "subnetwork": ExtraKey(str, "existing subnetwork with pod/service secondary ranges"),
             "zones": ExtraKey(list, "node zones within the region (GPU availability differs per zone)",
-                              check=_gcp_zones),
+                              check=_gcp_zones, zones=lambda value: list(enumerate(value))),
             "masterIpv4CidrBlock": ExtraKey(str, "/28 for the private control plane", check=_gke_master_cidr),
         },
         driver_note="GKE installs the driver when gpu_driver_version is DEFAULT or LATEST",

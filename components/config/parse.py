@@ -6,6 +6,7 @@ from datetime import date, datetime
 from urllib.parse import urlsplit
 from typing import Any
 
+from components import catalog
 from components.clouds.profiles import PROFILES, CloudProfile
 from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
@@ -83,6 +84,11 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
     private = sec.bool("privateEndpoint", production)
 
     sys_sec = Section(sec.value("systemPool", {}), sec.at("systemPool"), problems, ("instanceType", "minNodes", "maxNodes"))
+    system_type = sys_sec.raw.get("instanceType")
+    if prof and isinstance(system_type, str) and system_type in {t.name for t in catalog.instance_types(prof.name)}:
+        problems.add(sys_sec.at("instanceType"), f"{sys_sec.raw['instanceType']} is a GPU instance type; the system "
+                                                 "pool runs the platform's controllers on CPU nodes (GPU pools are "
+                                                 "gpuPools)")
     pool_limit = prof.max_pool_nodes if prof else None
     why = f"{prof.service} node pool limit" if prof else ""
     system = NodePool(
@@ -136,6 +142,9 @@ def _extras(raw: Any, path: str, prof: CloudProfile, region: str | None, problem
                 problems.add(sec.at(key), f"is required on {prof.name} ({spec.doc})")
             continue
         value = sec.raw[key]
+        if isinstance(value, str) and not value.strip():
+            problems.add(sec.at(key), f"must not be empty ({spec.doc})")
+            continue
         if not isinstance(value, spec.kind):
             problems.add(sec.at(key), f"must be a {getattr(spec.kind, '__name__', spec.kind)} ({spec.doc}); got {value!r}")
             continue
