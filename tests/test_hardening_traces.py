@@ -75,3 +75,16 @@ def test_larger_nodes_make_the_same_job_fit(tmp_path, plan_file):
     argv = ["simulate", "--plan", str(plan_file), "--trace", str(trace), "--team-map", "auto", "--baseline", "none"]
     assert run_cli(argv)[0] == "refused"
     assert run_cli(argv + ["--nodes", "a10g-train=4"])[1] == 0
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--cycle=nan"], "--cycle must be a number of seconds from 0.01 to 3600"),
+    (["--cycle=inf"], "--cycle must be"), (["--cycle=1e-9"], "--cycle must be"),
+    (["--horizon=-5"], "--horizon must be"), (["--horizon=nan"], "--horizon must be"),
+    (["--nodes", "l4-dev=99999999999999"], "whole number from 0 to 10000"),
+    (["--nodes", "l4-dev=²"], "whole number from 0 to 10000"),
+])
+def test_unbounded_or_non_finite_flags_are_usage_errors(plan_file, flags, message):
+    outcome, code, _, err = run_cli(["simulate", "--plan", str(plan_file), "--trace", "synthetic:jobs=5,gangs=1:1",
+                                     "--team-map", "auto", *flags])
+    assert (outcome, code) == ("refused", 2) and message in err, err
