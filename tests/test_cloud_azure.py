@@ -289,4 +289,5 @@ def test_service_principal_deployer():
     assignment = one(plan, "azure-native:authorization:RoleAssignment", "ml-ci-aks-deployer-admin")
     assert assignment.inputs["principalType"] == "ServicePrincipal"
     aad = one(plan, MANAGED_CLUSTER, "ml-ci-aks-aks").inputs["aadProfile"]
-    assert aad == {"managed": True, "enableAzureRBAC": True, "tenantID": "t-1", "adminGroupObjectIDs": ["00000000-0000-0000-0000-0000000000a1"]}
+    assert aad == {"managed": True, "enableAzureRBAC": True, "tenantID": "t-1",
+                   "adminGroupObjectIDs": ["00000000-0000-0000-0000-0000000000a1"]}

@@ -41,7 +41,8 @@ OPERATOR_SHARING = {"aws", "azure", "oci"}  # sharing_via == "operator"; GKE use
 def raw_config(cloud: str, pools: list[dict], **top) -> dict:
     extras = CLOUDS[cloud][0]
     profile_extras = set(profile(cloud).extras)
-    cluster = {"name": "c1", "region": profile(cloud).region_example, cloud: {k: v for k, v in extras.items() if k in profile_extras}}
+    cluster = {"name": "c1", "region": profile(cloud).region_example,
+               cloud: {k: v for k, v in extras.items() if k in profile_extras}}
     return {"cloud": cloud, "cluster": cluster, "gpuPools": pools,
             "teams": [{"name": "t1", "quotas": {pools[0]["name"]: 1}}], **top}
 

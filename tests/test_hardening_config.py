@@ -201,8 +201,9 @@ def test_prometheus_namespace_is_not_a_team_or_platform_namespace(raw):
     assert "a team namespace cannot also be Prometheus's" in problems(raw)["teams[0].name"]
     raw["observability"] = {"prometheus": {"namespace": "kueue-system"}}
     assert "is a platform namespace" in problems(raw)["observability.prometheus.namespace"]
-    raw["teams"][0]["name"] = "gpu-operator"
-    assert "reserved namespace" in problems(raw)["teams[0].name"]
+    for name in ("gpu-operator", "kube-team"):
+        raw["teams"][0]["name"] = name
+        assert "reserved namespace" in problems(raw)["teams[0].name"]
 
 
 def test_adopted_cluster_keys_that_do_nothing_are_warned(raw):
@@ -233,8 +234,10 @@ def test_a_wrong_cloud_still_reports_the_other_problems(raw):
     raw["cloud"] = "aws2"
     raw["teams"][0]["priority"] = "urgent"
     raw["gpuPools"][0]["workload"] = "batch"
+    raw["scheduler"] = {"kind": 3}
     found = problems(raw)
     assert "allowed: aws, azure, gcp, oci" in found["cloud"]
+    assert "must be a string; allowed: kueue, volcano; got 3" in found["scheduler.kind"]
     assert "allowed: critical, high, normal, low" in found["teams[0].priority"]
     assert "allowed: training, inference, interactive" in found["gpuPools[0].workload"]
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,8 @@ def load(raw: dict[str, Any], key_problems: list[Problem], source: str, secrets:
     problems.errors[:0] = key_problems
     problems.errors = _scrub(problems.errors, list(secrets))
     problems.raise_if_any(source)
+    if secrets:
+        config = replace(config, warnings=tuple(str(w) for w in _scrub(problems.warnings, list(secrets))))
     return config
 
 

@@ -66,11 +66,13 @@ class Section:
         if value is None or (value is default and default is not _MISSING):
             return value
         if not isinstance(value, str):
-            self.problems.add(self.at(key), f"must be a string; got {value!r}")
+            allowed = f"; allowed: {', '.join(choices)}" if choices else ""
+            self.problems.add(self.at(key), f"must be a string{allowed}; got {value!r:.80}")
             return None
         if not value.strip() and not (pattern is not None and pattern.fullmatch(value)):
             # An empty value would silently mean "unset" further on (an empty instanceType dropped its pool).
-            self.problems.add(self.at(key), "must not be empty" + (f"; allowed: {', '.join(choices)}" if choices else ""))
+            allowed = f"; allowed: {', '.join(choices)}" if choices else ""
+            self.problems.add(self.at(key), f"must not be empty{allowed}")
             return None
         if choices is not None and value not in choices:
             self.problems.add(self.at(key), f"{value!r} is not allowed; allowed: {', '.join(choices)}")

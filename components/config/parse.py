@@ -24,7 +24,8 @@ from components.config.cron import cron_problem
 TOP_KEYS = ("cloud", "environment", "cluster", "gpuPools", "scheduler", "teams", "observability", "policy")
 _K8S_VERSION = re.compile(r"1\.\d{2}")
 _HTTP_URL = re.compile(r"https?://[^\s/]+(/\S*)?")
-_HOST = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\]")
+_HOST_LABEL = r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
+_HOST = re.compile(rf"{_HOST_LABEL}(\.{_HOST_LABEL})*|\[[0-9A-Fa-f:.]+\]")  # a DNS name, an IPv4 or an [IPv6]
 
 
 def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
@@ -173,7 +174,8 @@ def _observability(raw: Any, problems: Problems) -> Observability:
         dcgm=sec.bool("dcgm", True),
         prometheus=Prometheus(
             install=prom.bool("install", True),
-            namespace=prom.str("namespace", "monitoring", pattern=DNS1123_LABEL, what=f"a namespace name ({DNS1123_WHAT})"),
+            namespace=prom.str("namespace", "monitoring", pattern=DNS1123_LABEL,
+                               what=f"a namespace name ({DNS1123_WHAT})"),
             release_label=_label_value(prom, "releaseLabel", "kube-prometheus-stack"),
             url=_url(prom, "url"),
         ),

@@ -66,8 +66,9 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
             problems.add(join(sec.at("labels"), key), f"{key}={value!r:.80} is not a valid Kubernetes label (key "
                                                       "[prefix/]name, name and value at most 63 characters)")
         elif _platform_key(key):
-            problems.add(join(sec.at("labels"), key), f"{node_facts.LABEL_PREFIX}/* labels are the platform's own (Kueue "
-                                                      "flavors and quotas select pools by them); use your own domain")
+            problems.add(join(sec.at("labels"), key), f"{node_facts.LABEL_PREFIX}/* labels are the platform's own "
+                                                      "(Kueue flavors and quotas select pools by them); use your own "
+                                                      "domain")
     taints = tuple(_taint(t, join(sec.at("taints"), j), problems) for j, t in enumerate(sec.list("taints")))
 
     instance = None

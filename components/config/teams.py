@@ -41,8 +41,10 @@ def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: 
         sec = Section(item, path, problems, ("name", "quotas", "borrowingLimit", "lendingLimit", "priority", "groups",
                                              "reclaim"))
         name = sec.str("name", pattern=DNS1123_LABEL, what=f"{DNS1123_WHAT}: it becomes the team's namespace")
-        if name in RESERVED_NAMESPACES:
-            problems.add(sec.at("name"), f"{name!r} is a reserved namespace; reserved: {', '.join(RESERVED_NAMESPACES)}")
+        if name in RESERVED_NAMESPACES or (name or "").startswith("kube-"):
+            problems.add(sec.at("name"), f"{name!r} is a reserved namespace; reserved: "
+                                         f"{', '.join(RESERVED_NAMESPACES)} and every kube-* name (Kubernetes keeps "
+                                         "that prefix for itself)")
         if name and any(t.name == name for t in teams):
             problems.add(sec.at("name"), f"duplicate team name {name!r}")
         quotas = _quotas(sec.value("quotas"), sec.at("quotas"), by_name, declared, strategy, problems)

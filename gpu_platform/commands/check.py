@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from gpu_platform.cli import UsageError, add_stack_arguments, write_output
 from gpu_platform.policy.findings import SEVERITIES
 from gpu_platform.policy.output import FORMATS
@@ -50,12 +48,14 @@ def run(args) -> int:
 
 
 def _read_document(path: str):
+    from components.config.reader import ReadError, decode, load_yaml
+
     try:
-        return yaml.safe_load(Path(path).read_text())
+        return load_yaml(decode(Path(path).read_bytes()))  # JSON is YAML 1.2 too
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise UsageError(f"{path} is not YAML or JSON: {exc}") from None
+    except ReadError as exc:
+        raise UsageError(f"{path} {exc}") from None
 
 
 def _read_plan(path: str):

@@ -73,7 +73,8 @@ def _shape_problems(doc: Any):
             continue
         unknown = sorted(set(res) - {*_RESOURCE_STRINGS, "custom", "inputs", "options"}, key=str)
         if unknown:
-            yield f"{at}: unknown key(s) {', '.join(map(str, unknown))}; allowed: urn, type, name, parent, custom, inputs, options"
+            yield (f"{at}: unknown key(s) {', '.join(map(str, unknown))}; allowed: urn, type, name, parent, custom, "
+                   "inputs, options")
         for key in _RESOURCE_STRINGS:
             if not isinstance(res.get(key), str):
                 yield f"{at}.{key}: must be a string; got {res.get(key)!r:.60}"

@@ -276,7 +276,8 @@ def _pools(components: list[dict[str, Any]]) -> dict[str, Pool]:
         advertised = {k: n for k, v in raw_advertised.items() if (n := quantity(v, f"{where} advertised {k}")) > 0}
         if not advertised:
             continue
-        pools[name] = Pool(name=name, nodes=quantity(inp.get("maxNodes") or 0, f"{where} maxNodes"), per_node=advertised,
+        pools[name] = Pool(name=name, nodes=quantity(inp.get("maxNodes") or 0, f"{where} maxNodes"),
+                           per_node=advertised,
                            gpus_per_node=quantity(inp.get("gpusPerNode") or next(iter(advertised.values())),
                                                   f"{where} gpusPerNode"),
                            labels=dict(labels))

@@ -12,7 +12,6 @@ level (`high`); empty means the team's own priority.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import random
 import re
@@ -20,8 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
-
+from components.config.reader import ReadError, decode, load_yaml
 from gpu_platform.simulator.errors import SimulationError
 
 CSV_COLUMNS = ("job_id", "team", "submit_s", "duration_s", "gpus", "pool", "priority")
@@ -292,14 +290,14 @@ def read_team_map(path: str | Path) -> dict[str, str]:
     """A mapping file: YAML/JSON `{trace_team: stack_team}`, or CSV lines `trace_team,stack_team`."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = decode(path.read_bytes())
+        if path.suffix in (".yaml", ".yml", ".json"):
+            data = load_yaml(text)  # JSON is YAML 1.2 too
     except OSError as exc:
         raise SimulationError(f"cannot read team map {path}: {exc.strerror}") from None
+    except ReadError as exc:
+        raise SimulationError(f"team map {path} {exc}") from None
     if path.suffix in (".yaml", ".yml", ".json"):
-        try:
-            data = yaml.safe_load(text) if path.suffix != ".json" else json.loads(text)
-        except (yaml.YAMLError, json.JSONDecodeError) as exc:
-            raise SimulationError(f"{path}: not a YAML/JSON mapping ({exc})") from None
         if not isinstance(data, dict):
             raise SimulationError(f"{path}: expected a mapping trace_team: stack_team")
         return {str(k): str(v) for k, v in data.items()}
