@@ -12,7 +12,7 @@ import re
 import threading
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Iterable, Mapping
 
 MIN_REASON = 20  # characters, after invisible characters are removed
@@ -100,6 +100,8 @@ class Exemptions:
 
 
 def _date(value: Any) -> date | None:
+    if isinstance(value, datetime):  # a YAML timestamp: compare it as the day it names
+        return value.date()
     if isinstance(value, date):
         return value
     if isinstance(value, str):

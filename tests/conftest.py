@@ -55,3 +55,12 @@ def strict_schema(schema):
     if "properties" in out and "additionalProperties" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
         out["additionalProperties"] = False
     return out
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Fuzz counts (tests/fuzzing.py), so every run shows how many cases were tried, refused and crashed."""
+    import sys
+
+    fuzzing = sys.modules.get("fuzzing")
+    for line in getattr(fuzzing, "SUMMARY", ()):
+        terminalreporter.write_line(line)

@@ -6,6 +6,7 @@ import copy
 
 import pytest
 
+from components.clouds.profiles import profile
 from components.config import ConfigError, validate
 from gpu_platform.cli import main
 from gpu_platform.engine import plan_stack
@@ -90,7 +91,7 @@ def test_every_bad_network_is_reported_at_once(raw):
 ])
 def test_private_eks_and_aks_endpoints_take_no_networks(raw, cloud, pool, service):
     raw.update(cloud=cloud, gpuPools=[pool], teams=[{"name": "lab", "quotas": {"h100": 8}}])
-    raw["cluster"]["authorizedNetworks"] = OFFICE
+    raw["cluster"].update(authorizedNetworks=OFFICE, region=profile(cloud).region_example)
     assert problems(raw) == {"cluster.authorizedNetworks": f"limits a public endpoint only on {service}, and "
                                                            "cluster.privateEndpoint is true; remove it or set "
                                                            "privateEndpoint: false"}

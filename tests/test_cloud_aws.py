@@ -282,6 +282,7 @@ def test_created_vpc_spans_three_zones_with_eks_subnet_tags(prod):
     subnets = {r.name: r.inputs for r in prod.of_type("aws:ec2/subnet:Subnet")}
     private = [subnets[f"ml-prod-private-{i}"] for i in range(3)]
     public = [subnets[f"ml-prod-public-{i}"] for i in range(3)]
+    # The offline zones of the provider's region.
     assert [s["availabilityZone"] for s in private] == ["us-east-1a", "us-east-1b", "us-east-1c"]
     assert all(s["tags"]["kubernetes.io/role/internal-elb"] == "1" for s in private)
     assert all(s["tags"]["kubernetes.io/role/elb"] == "1" for s in public)
@@ -442,9 +443,11 @@ def problems(raw):
     ({"subnetIds": ["subnet-1", "sn-2"]}, "cluster.aws.subnetIds", "must list subnet ids"),
     ({"vpcCidr": "10.0.0.0/8"}, "cluster.aws.vpcCidr", "/16 to /22"),
     ({"vpcCidr": "10.0.0.1/16"}, "cluster.aws.vpcCidr", "is not an IPv4 network"),
-    ({"capacityBlocks": {"h100-train": {"reservationId": "r-1", "availabilityZone": "a"}}}, "cluster.aws.capacityBlocks",
+    ({"capacityBlocks": {"h100-train": {"reservationId": "r-1", "availabilityZone": "us-east-1a"}}},
+     "cluster.aws.capacityBlocks",
      "h100-train: must be {reservationId: cr-..., availabilityZone: <zone>}"),
-    ({"capacityBlocks": {"nope": {"reservationId": "cr-1", "availabilityZone": "a"}}}, "cluster.aws.capacityBlocks.nope",
+    ({"capacityBlocks": {"nope": {"reservationId": "cr-1", "availabilityZone": "us-east-1a"}}},
+     "cluster.aws.capacityBlocks.nope",
      "no reserved GPU pool named 'nope'"),
 ])
 def test_bad_aws_block(raw, aws, path, fragment):
@@ -457,7 +460,8 @@ def test_reserved_pool_needs_its_capacity_block(raw):
     assert problems(raw) == {"gpuPools[0].capacityType": "reserved on EKS needs cluster.aws.capacityBlocks.h100-train "
                                                          "(per reserved pool: {reservationId, availabilityZone} of its "
                                                          "EC2 Capacity Block for ML)"}
-    raw["cluster"]["aws"] = {"capacityBlocks": {"h100-train": {"reservationId": "cr-1", "availabilityZone": "a"}}}
+    raw["cluster"]["aws"] = {"capacityBlocks": {"h100-train": {"reservationId": "cr-1",
+                                                              "availabilityZone": "us-east-1a"}}}
     assert validate(raw).cluster.extras["capacityBlocks"]["h100-train"]["reservationId"] == "cr-1"
 
 

@@ -229,6 +229,7 @@ def test_principals_are_refused_where_the_cloud_maps_groups_itself(raw):
     raw.update(cloud="azure", gpuPools=[{"name": "h100", "instanceType": "Standard_ND96isr_H100_v5", "maxNodes": 2}],
                teams=[{"name": "vision", "quotas": {"h100": 8}, "groups": ["00000000-0000-0000-0000-0000000000a1"],
                        "principals": [RESEARCH_ROLE]}])
+    raw["cluster"]["region"] = "eastus2"
     assert problems(raw) == {"teams[0].principals": "AKS puts its own identities in Kubernetes groups: list them in "
                                                     "teams[].groups; principals is for EKS, which maps IAM principals "
                                                     "through access entries"}

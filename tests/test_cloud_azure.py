@@ -284,9 +284,10 @@ def test_service_principal_deployer():
     overrides = {**DEV_OVERRIDES, "gpu-platform:environment": "production",
                  "gpu-platform:cluster": {"name": "ml-ci-aks", "region": "westeurope",
                                           "azure": {"deployerPrincipalType": "ServicePrincipal", "tenantId": "t-1",
-                                                    "adminGroupObjectIds": ["g-1"]}}}
+                                                    "adminGroupObjectIds": ["00000000-0000-0000-0000-0000000000a1"]}}}
     plan = plan_stack("azure-prod", config_overrides=overrides)
     assignment = one(plan, "azure-native:authorization:RoleAssignment", "ml-ci-aks-deployer-admin")
     assert assignment.inputs["principalType"] == "ServicePrincipal"
     aad = one(plan, MANAGED_CLUSTER, "ml-ci-aks-aks").inputs["aadProfile"]
-    assert aad == {"managed": True, "enableAzureRBAC": True, "tenantID": "t-1", "adminGroupObjectIDs": ["g-1"]}
+    assert aad == {"managed": True, "enableAzureRBAC": True, "tenantID": "t-1",
+                   "adminGroupObjectIDs": ["00000000-0000-0000-0000-0000000000a1"]}

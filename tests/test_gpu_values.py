@@ -41,7 +41,7 @@ OPERATOR_SHARING = {"aws", "azure", "oci"}  # sharing_via == "operator"; GKE use
 def raw_config(cloud: str, pools: list[dict], **top) -> dict:
     extras = CLOUDS[cloud][0]
     profile_extras = set(profile(cloud).extras)
-    cluster = {"name": "c1", "region": "r1", "authorizedNetworks": ["203.0.113.0/24"],
+    cluster = {"name": "c1", "region": profile(cloud).region_example, "authorizedNetworks": ["203.0.113.0/24"],
                cloud: {k: v for k, v in extras.items() if k in profile_extras}}
     return {"cloud": cloud, "cluster": cluster, "gpuPools": pools,
             "teams": [{"name": "t1", "quotas": {pools[0]["name"]: 1}}], **top}
@@ -175,7 +175,7 @@ def test_mixed_driver_owners_label_the_managed_pools(cloud, toolkit_label):
 
 def test_bottlerocket_nodes_keep_the_operators_stack_off():
     pools = [{"name": "l4", "instanceType": "g6.xlarge", "maxNodes": 2}]
-    config = build("aws", pools, cluster={"name": "c1", "region": "r1",
+    config = build("aws", pools, cluster={"name": "c1", "region": "us-east-1",
                                           "aws": {"amiType": "BOTTLEROCKET_x86_64_NVIDIA"}})
     labels = pool_labels(config, config.gpu_pools[0])
     for operand in ("driver", "container-toolkit", "device-plugin", "mig-manager"):

@@ -121,7 +121,7 @@ def test_egress_must_be_one_of_the_choices(raw):
     raw["teams"][0]["egress"] = 3
     found = problems(raw)
     assert found["teams[1].egress"] == "'everywhere' is not allowed; allowed: internet, none"
-    assert found["teams[0].egress"] == "must be a string; got 3"
+    assert found["teams[0].egress"] == "must be a string; allowed: internet, none; got 3"
 
 
 def test_scrape_allowance_follows_the_configured_prometheus_namespace(raw):

@@ -144,7 +144,10 @@ def test_model_variants_static_no_gang_and_node_override():
 
 
 @pytest.mark.parametrize("bad, message", [
-    ({"project": "x", "stack": "y", "resources": []}, "no Kueue ClusterQueue and no Volcano Queue"),
+    ({"project": "x", "stack": "y", "resources": []}, "resources: is empty"),
+    ({"project": "x", "stack": "y", "resources": [{"urn": "u", "type": "random:index/randomPassword:RandomPassword",
+                                                   "name": "p", "parent": "", "custom": True, "inputs": {},
+                                                   "options": {}}]}, "no Kueue ClusterQueue and no Volcano Queue"),
 ])
 def test_model_rejects_plans_without_queues(bad, message):
     with pytest.raises(SimulationError, match=message):
@@ -154,7 +157,7 @@ def test_model_rejects_plans_without_queues(bad, message):
 def test_model_rejects_a_file_that_is_not_plan_json(tmp_path):
     path = tmp_path / "plan.json"
     path.write_text("{not json")
-    with pytest.raises(SimulationError, match=r"plan.json:1: not plan JSON"):
+    with pytest.raises(SimulationError, match=r"plan.json is not a plan .*\n  - line 1: not JSON"):
         load_model(path)
 
 

@@ -125,5 +125,5 @@ def test_malformed_trace_exits_2_without_traceback_as_a_module(plan_file, tmp_pa
     proc = subprocess.run([sys.executable, "-m", "gpu_platform.cli", "simulate", "--plan", str(plan_file),
                            "--trace", str(trace)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert "trace.csv:2: submit_s must be a number, got 'later'" in proc.stderr
+    assert "trace.csv:2: submit_s must be a number from 0 to 3.1536e+08, got 'later'" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -21,6 +21,8 @@ class ExtraKey:
     requires: tuple[str, ...] = ()  # sibling keys that must be set with this one
     conflicts: tuple[str, ...] = ()  # sibling keys that make this one meaningless
     check: Callable[[Any], str | None] | None = None  # what is wrong with a value of the right kind, or None
+    # The availability zones a value names, as (path below this key, zone), so they can be checked against the region.
+    zones: Callable[[Any], list[tuple[str | int, str]]] | None = None
 
     def problem(self, value: Any) -> str | None:
         """Why `value` (already of the right kind) is not acceptable, or None."""
@@ -142,6 +144,16 @@ class CloudProfile:
     operator_runtime_class: str = ""
     # Environment the operator's container toolkit needs on this cloud's nodes (toolkit.env).
     toolkit_env: tuple[tuple[str, str], ...] = ()
+    # Formats the cloud API takes (regexes for the whole value), checked before anything is created.
+    region_pattern: str = r".+"
+    region_example: str = ""
+    instance_type_pattern: str = r".+"  # the system pool's instance type (GPU pools are looked up in the catalog)
+    instance_type_example: str = ""
+    cluster_name_pattern: str = r".+"  # on top of DNS-1123 and 40 characters
+    cluster_name_doc: str = ""
+    zone_pattern: str = ""  # a zone of region R: the pattern with {region} replaced by R
+    # Most nodes one node pool can have (the cloud's per-pool limit); maxNodes above it would fail at create time.
+    max_pool_nodes: int = 1000
 
 
 def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
@@ -195,6 +207,19 @@ def _capacity_blocks(value: dict) -> str | None:
             return (f"{pool}: must be {{reservationId: cr-..., availabilityZone: <zone>}} "
                     f"(the Capacity Block bought for that pool); got {block!r}")
     return None
+
+
+def _block_zones(value: dict) -> list[tuple[str, str]]:
+    return [(f"{pool}.availabilityZone", block["availabilityZone"]) for pool, block in value.items()
+            if isinstance(block, dict) and isinstance(block.get("availabilityZone"), str)]
+
+
+_GUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+
+
+def _guid_list(value: list) -> str | None:
+    bad = [v for v in value if not isinstance(v, str) or not re.fullmatch(_GUID, v)]
+    return f"must list Entra ID group object ids (GUIDs); not: {', '.join(map(repr, bad))}" if bad else None
 
 
 def _ocid(kind: str) -> Callable[[str], str | None]:
@@ -256,6 +281,12 @@ def _gke_security_group(value: str) -> str | None:
     if value.startswith(GKE_SECURITY_GROUP_PREFIX) and _EMAIL.fullmatch(value):
         return None
     return f"must be gke-security-groups@<your Google Workspace or Cloud Identity domain>; got {value!r}"
+
+
+def _entra_group(value: str) -> str | None:
+    return None if re.fullmatch(_GUID, value) else (
+        f"{value!r:.80} is not an Entra ID group object id (GUID), as AKS-managed Entra ID RBAC binds groups by "
+        "object id")
 
 
 def _google_group(value: str) -> str | None:
@@ -327,7 +358,7 @@ PROFILES: dict[str, CloudProfile] = {
                                     "three); a reserved pool's AZ outside them gets a subnet of its own",
                               check=_aws_zones, conflicts=("subnetIds",)),
             "capacityBlocks": ExtraKey(dict, "per reserved pool: {reservationId, availabilityZone} of its EC2 "
-                                             "Capacity Block for ML", check=_capacity_blocks),
+                                             "Capacity Block for ML", check=_capacity_blocks, zones=_block_zones),
         },
         driver_note="the EKS GPU AMI owns driver and toolkit; the operator cannot install the driver on Amazon Linux, NVIDIA/gpu-operator#686",
         gpu_images=_EKS_GPU_IMAGES,
@@ -350,6 +381,14 @@ PROFILES: dict[str, CloudProfile] = {
         # EKS knows IAM principals, not Kubernetes groups: an access entry per principal names the groups it joins.
         team_principals=ExtraKey(list, "IAM role or user ARNs whose sessions join the team's groups (EKS access "
                                        "entries)", check=_iam_principals),
+        region_pattern=r"(us|eu|ap|sa|ca|me|af|il|mx)(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|"
+                       r"southeast|northwest|southwest)-\d",
+        region_example="us-east-1",
+        instance_type_pattern=r"[a-z][a-z0-9-]*\.[a-z0-9]+",
+        instance_type_example="m6i.2xlarge",
+        zone_pattern="{region}[a-z]",
+        # EKS service quota "nodes per managed node group".
+        max_pool_nodes=450,
     ),
     "azure": CloudProfile(
         name="azure",
@@ -367,7 +406,7 @@ PROFILES: dict[str, CloudProfile] = {
             "vnetCidr": ExtraKey(str, "address space of the VNet created when vnetSubnetId is omitted",
                                  check=_aks_vnet_cidr),
             "tenantId": ExtraKey(str, "Entra ID tenant for AKS-managed AAD"),
-            "adminGroupObjectIds": ExtraKey(list, "Entra ID groups that administer the cluster"),
+            "adminGroupObjectIds": ExtraKey(list, "Entra ID groups that administer the cluster", check=_guid_list),
             "zones": ExtraKey(list, "availability zones for the system and GPU pools, e.g. [\"1\", \"2\"] (GPU sizes "
                                     "are not in every zone)", check=_azure_zones),
             "deployerPrincipalType": ExtraKey(str, "who runs pulumi up on an Entra ID cluster: User (default) or "
@@ -392,6 +431,14 @@ PROFILES: dict[str, CloudProfile] = {
         authorized_networks_public_only=True,
         # AKS GPU nodes define only this containerd handler; with the default `nvidia` no operand pod starts.
         operator_runtime_class="nvidia-container-runtime",
+        region_pattern=r"[a-z]+[a-z0-9]*",
+        region_example="eastus2",
+        instance_type_pattern=r"Standard_[A-Za-z0-9_]+",
+        instance_type_example="Standard_D8s_v5",
+        # AKS node pools hold at most 1000 nodes (maxCount).
+        max_pool_nodes=1000,
+        # AKS-managed Entra ID RBAC binds groups by object id, not by name.
+        team_group_check=_entra_group,
     ),
     "gcp": CloudProfile(
         name="gcp",
@@ -410,7 +457,7 @@ PROFILES: dict[str, CloudProfile] = {
             # zone of the region, a count unknown until apply; GPU types are not in every zone either.
             "zones": ExtraKey(list, "node zones within the region, e.g. [us-central1-a, us-central1-c] (GKE counts "
                                     "initial nodes per zone; GPU availability differs per zone)", required=True,
-                              check=_gcp_zones),
+                              check=_gcp_zones, zones=lambda value: list(enumerate(value))),
             "masterIpv4CidrBlock": ExtraKey(str, "/28 for the private control plane", check=_gke_master_cidr),
             "securityGroup": ExtraKey(str, "Google Groups for RBAC: gke-security-groups@<domain>, the group whose "
                                            "member groups GKE passes to Kubernetes RBAC (team groups)",
@@ -445,6 +492,16 @@ PROFILES: dict[str, CloudProfile] = {
         team_groups_key="securityGroup",
         # GKE 1.33+: the toolkit misconfigures containerd from `containerd config dump` (NVIDIA GKE known issue).
         toolkit_env=(("RUNTIME_CONFIG_SOURCE", "file"),),
+        region_pattern=r"[a-z]+-[a-z]+[0-9]+",
+        region_example="us-central1",
+        instance_type_pattern=r"[a-z][a-z0-9]*-[a-z0-9]+(-[a-z0-9]+)*",
+        instance_type_example="e2-standard-8",
+        # GKE cluster names must start with a letter.
+        cluster_name_pattern=r"[a-z]([-a-z0-9]*[a-z0-9])?",
+        cluster_name_doc="GKE cluster names start with a letter",
+        zone_pattern="{region}-[a-z]",
+        # GKE allows at most 1000 nodes per node pool zone.
+        max_pool_nodes=1000,
     ),
     "oci": CloudProfile(
         name="oci",
@@ -490,6 +547,14 @@ PROFILES: dict[str, CloudProfile] = {
         # The OCI autoscaler builds a node pool's scale-from-zero template from its shape's GPU count
         # (cloudprovider/oci/nodepools/oci_manager.go): only nvidia.com/gpu, never MIG resources.
         autoscaler_template_whole_gpus=True,
+        # OCI regions name a city (us-ashburn-1); AWS's compass words there mean an AWS region was pasted.
+        region_pattern=r"[a-z]{2}-(?!(north|south|east|west|central|northeast|southeast|northwest|southwest)-)"
+                       r"[a-z]+-[0-9]+",
+        region_example="us-ashburn-1",
+        instance_type_pattern=r"(VM|BM)\.[A-Za-z0-9.]+",
+        instance_type_example="VM.Standard.E5.Flex",
+        # OKE node pools hold at most 1000 nodes (node pool size limit).
+        max_pool_nodes=1000,
     ),
 }
 

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from components.config.errors import ConfigError, Problem
 from components.config.model import PlatformConfig
 from components.config.parse import TOP_KEYS, parse
+from components.config.reader import ReadError, decode, load_yaml
 
 NAMESPACE = "gpu-platform"
 SECRET_PLACEHOLDER = "[secret]"
@@ -53,11 +53,11 @@ def split_namespace(config: dict[str, Any]) -> tuple[dict[str, Any], list[Proble
 def read_stack_file(path: str | Path) -> dict[str, Any]:
     """Every config key of a `Pulumi.<stack>.yaml`, project-qualified, secrets replaced by a placeholder."""
     try:
-        document = yaml.safe_load(Path(path).read_text()) or {}
+        document = load_yaml(decode(Path(path).read_bytes())) or {}
     except OSError as exc:
         raise ConfigError([Problem(str(path), f"cannot read: {exc.strerror}")], str(path)) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError([Problem(str(path), f"not valid YAML: {exc}")], str(path)) from None
+    except ReadError as exc:
+        raise ConfigError([Problem(str(path), str(exc))], str(path)) from None
     config = document.get("config") if isinstance(document, dict) else None
     if not isinstance(config, dict):
         raise ConfigError([Problem("config", "the stack file has no `config:` mapping")], str(path))
@@ -72,18 +72,49 @@ def raw_from_pulumi() -> tuple[dict[str, Any], list[Problem]]:
     for key, text in {**get_config_env(), **CONFIG.get()}.items():
         try:
             flat[key] = json.loads(text)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             flat[key] = text
     return split_namespace(flat)
 
 
-def load(raw: dict[str, Any], key_problems: list[Problem], source: str) -> PlatformConfig:
+def _secret_texts(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _secret_texts(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _secret_texts(v)]
+    text = value if isinstance(value, str) else json.dumps(value)
+    return [text] if len(text) >= 4 else []  # shorter values (true, 8) would blank unrelated words
+
+
+def _scrub(problems: list[Problem], secrets: list[Any]) -> list[Problem]:
+    """Problems with every secret value replaced by a placeholder: a message quotes the value it refuses."""
+    texts = sorted({form for value in secrets for text in _secret_texts(value) for form in (text, repr(text)[1:-1])},
+                   key=len, reverse=True)
+    if not texts:
+        return problems
+    scrubbed = []
+    for problem in problems:
+        message = problem.message
+        for text in texts:
+            message = message.replace(text, SECRET_PLACEHOLDER)
+        scrubbed.append(Problem(problem.path, message, problem.warning))
+    return scrubbed
+
+
+def load(raw: dict[str, Any], key_problems: list[Problem], source: str, secrets: list[Any] = ()) -> PlatformConfig:
     config, problems = parse(raw)
     problems.errors[:0] = key_problems
+    problems.errors = _scrub(problems.errors, list(secrets))
     problems.raise_if_any(source)
+    if secrets:
+        config = replace(config, warnings=tuple(str(w) for w in _scrub(problems.warnings, list(secrets))))
     return config
 
 
 def load_from_pulumi() -> PlatformConfig:
+    from pulumi.runtime.config import get_config_secret_keys_env
+
     raw, key_problems = raw_from_pulumi()
-    return load(raw, key_problems, "stack config")
+    secret_keys = set(get_config_secret_keys_env())
+    secrets = [value for key, value in raw.items() if f"{NAMESPACE}:{key}" in secret_keys]
+    return load(raw, key_problems, "stack config", secrets)

@@ -20,7 +20,8 @@ def team_group_rules(cluster: Cluster, teams: list[Team], prof: CloudProfile, pr
     path = join(f"cluster.{prof.name}", prof.team_groups_key)
     already = any(p.path == path for p in problems.errors)  # set but invalid: that error says enough
     # An adopted cluster's identity mapping is whatever its owner configured; nothing here would create it.
-    if grouped and not cluster.adopted and prof.team_groups_key not in cluster.extras and not already:
+    if prof.team_groups_key and grouped and not cluster.adopted and prof.team_groups_key not in cluster.extras \
+            and not already:
         problems.add(path,
                      f"is required when teams list groups ({', '.join(grouped)}): without it {prof.service} passes no "
                      f"group to Kubernetes RBAC and the teams' RoleBindings match nobody "

@@ -7,9 +7,21 @@ from typing import Any
 from components.config.errors import Problems
 
 _MISSING = object()
-DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DURATION = re.compile(r"(\d+)(s|m|h)")
+# At most 63 characters: namespaces, and the label values pool and team names also become.
+DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+DNS1123_WHAT = "a DNS-1123 label (lowercase letters, digits, '-', at most 63 characters)"
+# Kubernetes and the cloud APIs carry counts as int32: a larger number is refused (or wraps) there.
+INT32_MAX = 2**31 - 1
+MAX_DURATION_S = 7 * 86400  # a timeout of more than a week is a typo (Kueue takes any duration, but none helps)
+_DURATION = re.compile(r"([0-9]{1,9})(s|m|h)")
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def short(value: int) -> str:
+    """A number for a message: 10**30 as its magnitude, not 31 digits (nor a ValueError past 4300 digits)."""
+    if abs(value) < 10**12:
+        return str(value)
+    return f"{'-' if value < 0 else ''}about 10^{int(value.bit_length() * 0.30103)}"
 
 
 def join(path: str, key: str | int) -> str:
@@ -54,7 +66,13 @@ class Section:
         if value is None or (value is default and default is not _MISSING):
             return value
         if not isinstance(value, str):
-            self.problems.add(self.at(key), f"must be a string; got {value!r}")
+            allowed = f"; allowed: {', '.join(choices)}" if choices else ""
+            self.problems.add(self.at(key), f"must be a string{allowed}; got {value!r:.80}")
+            return None
+        if not value.strip() and not (pattern is not None and pattern.fullmatch(value)):
+            # An empty value would silently mean "unset" further on (an empty instanceType dropped its pool).
+            allowed = f"; allowed: {', '.join(choices)}" if choices else ""
+            self.problems.add(self.at(key), f"must not be empty{allowed}")
             return None
         if choices is not None and value not in choices:
             self.problems.add(self.at(key), f"{value!r} is not allowed; allowed: {', '.join(choices)}")
@@ -64,15 +82,19 @@ class Section:
             return None
         return value
 
-    def int(self, key: str, default: Any = _MISSING, minimum: int | None = None) -> int | None:
+    def int(self, key: str, default: Any = _MISSING, minimum: int | None = None, maximum: int = INT32_MAX,
+            why: str = "") -> int | None:
         value = self.value(key, default)
         if value is None or (value is default and default is not _MISSING):
             return value
         if isinstance(value, bool) or not isinstance(value, int):
-            self.problems.add(self.at(key), f"must be a whole number; got {value!r}")
+            self.problems.add(self.at(key), f"must be a whole number; got {value!r:.80}")
             return None
         if minimum is not None and value < minimum:
-            self.problems.add(self.at(key), f"must be >= {minimum}; got {value}")
+            self.problems.add(self.at(key), f"must be >= {minimum}; got {short(value)}")
+            return None
+        if value > maximum:
+            self.problems.add(self.at(key), f"must be <= {maximum}{f' ({why})' if why else ''}; got {short(value)}")
             return None
         return value
 
@@ -99,13 +121,16 @@ class Section:
         value = self.value(key, None)
         if value is None:
             return default_s
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-        match = _DURATION.fullmatch(value) if isinstance(value, str) else None
-        if not match or int(match.group(1)) == 0:
-            self.problems.add(self.at(key), f"must be a positive duration like 30s, 10m or 1h; got {value!r}")
+        if isinstance(value, int) and not isinstance(value, bool):
+            seconds = value
+        else:
+            match = _DURATION.fullmatch(value) if isinstance(value, str) else None
+            seconds = int(match.group(1)) * _DURATION_UNITS[match.group(2)] if match else 0
+        if not 0 < seconds <= MAX_DURATION_S:
+            self.problems.add(self.at(key), f"must be a positive duration like 30s, 10m or 1h (or seconds), at most "
+                                            f"7 days; got {value!r:.80}")
             return None
-        return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        return seconds
 
     def str_map(self, key: str) -> dict[str, str]:
         value = self.value(key, {})
@@ -129,3 +154,13 @@ class Section:
             self.problems.add(self.at(key), f"must be a list; got {type(value).__name__}")
             return []
         return value
+
+
+def name_index(items: Any) -> dict[str, int]:
+    """Where each named item of a raw list sits (the first one with that name); items whose name is not a string
+    (a list, a mapping) have their own error and no entry."""
+    index: dict[str, int] = {}
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            index.setdefault(item["name"], i)
+    return index

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from urllib.parse import urlsplit
 from typing import Any
 
+from components import catalog
 from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, PROFILES, CloudProfile
 from components.config.access import team_group_rules
 from components.config.errors import Problems
-from components.config.fields import DNS1123_LABEL, Section, join
+from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
 from components.config.model import (
     CLOUDS, ENVIRONMENTS, Cluster, NodePool, Observability, PlatformConfig, Policy, Prometheus, Reclaim, Slo,
 )
@@ -16,8 +18,10 @@ from components.config.pools import (
     cloud_pool_checks, one_gpu_operator, read_pools, scale_from_zero_warnings, spot_warnings,
 )
 from components.config.teams import (
-    platform_namespaces_apart, read_scheduler, read_teams, reclaim_opt_ins, team_principal_checks, team_quota_rules,
+    RESERVED_NAMESPACES, read_scheduler, read_teams, reclaim_opt_ins, team_principal_checks,
+    team_quota_rules,
 )
+from components.config.cron import cron_problem
 from components.config.zonal import per_zone_start_checks
 from policies.exemptions import POLICY_KEYS
 from policies.exemptions import read_policy as read_exemption_policy
@@ -25,7 +29,8 @@ from policies.exemptions import read_policy as read_exemption_policy
 TOP_KEYS = ("cloud", "environment", "cluster", "gpuPools", "scheduler", "teams", "observability", "policy")
 _K8S_VERSION = re.compile(r"1\.\d{2}")
 _HTTP_URL = re.compile(r"https?://[^\s/]+(/\S*)?")
-_CRON = re.compile(r"@(annually|yearly|monthly|weekly|daily|midnight|hourly)|[\d*/,A-Za-z-]+(\s+[\d*/,A-Za-z-]+){4}")
+_HOST_LABEL = r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
+_HOST = re.compile(rf"{_HOST_LABEL}(\.{_HOST_LABEL})*|\[[0-9A-Fa-f:.]+\]")  # a DNS name, an IPv4 or an [IPv6]
 
 
 def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
@@ -40,14 +45,14 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     cluster = _cluster(top.value("cluster"), prof, production, problems)
     pool_items = top.list("gpuPools", required=True)
     pools = read_pools(pool_items, prof, problems)
-    declared = {item.get("name") for item in pool_items if isinstance(item, dict)}
+    declared = set(name_index(pool_items))
     scheduler = read_scheduler(top.value("scheduler", {}), problems)
     teams = read_teams(top.list("teams", required=True), pools, declared, problems)
     observability = _observability(top.value("observability", {}), problems)
+    _namespaces(observability, teams, problems)
     policy = read_policy(top.value("policy", {}), problems)
     reclaim_opt_ins(top.value("teams", []), teams, observability, problems)
     team_principal_checks(teams, prof, bool(cluster and cluster.adopted), problems)
-    platform_namespaces_apart(teams, observability, problems)
     one_gpu_operator(pool_items, pools, prof, problems)
     if prof and cluster:
         cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)
@@ -72,9 +77,12 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
                                             "systemPool", "privateEndpoint", "authorizedNetworks", *CLOUDS))
     if raw is None:
         return None
-    name = sec.str("name", pattern=DNS1123_LABEL, what="a DNS-1123 label (lowercase letters, digits, '-')")
+    name = sec.str("name", pattern=DNS1123_LABEL, what=DNS1123_WHAT)
     if name and len(name) > 40:
         problems.add(sec.at("name"), f"must be at most 40 characters (GKE and AKS limits); got {len(name)}")
+    elif name and prof and not re.fullmatch(prof.cluster_name_pattern, name):
+        problems.add(sec.at("name"), f"{name!r} is not a {prof.service} cluster name ({prof.cluster_name_doc})")
+    region = _cloud_format(sec, "region", prof, "region_pattern", "region_example", "region")
     region = sec.str("region")
     version = sec.str("kubernetesVersion", DEFAULT_KUBERNETES_VERSION, pattern=_K8S_VERSION,
                       what=f"a Kubernetes minor version like \"{DEFAULT_KUBERNETES_VERSION}\"")
@@ -89,10 +97,18 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
     networks = _authorized_networks(sec, prof, production, bool(private), problems)
 
     sys_sec = Section(sec.value("systemPool", {}), sec.at("systemPool"), problems, ("instanceType", "minNodes", "maxNodes"))
+    system_type = sys_sec.raw.get("instanceType")
+    if prof and isinstance(system_type, str) and system_type in {t.name for t in catalog.instance_types(prof.name)}:
+        problems.add(sys_sec.at("instanceType"), f"{sys_sec.raw['instanceType']} is a GPU instance type; the system "
+                                                 "pool runs the platform's controllers on CPU nodes (GPU pools are "
+                                                 "gpuPools)")
+    pool_limit = prof.max_pool_nodes if prof else None
+    why = f"{prof.service} node pool limit" if prof else ""
     system = NodePool(
-        instance_type=sys_sec.str("instanceType", prof.default_system_instance if prof else ""),
-        min_nodes=sys_sec.int("minNodes", 2, minimum=1),
-        max_nodes=sys_sec.int("maxNodes", 4, minimum=1),
+        instance_type=_cloud_format(sys_sec, "instanceType", prof, "instance_type_pattern", "instance_type_example",
+                                    "instance type", prof.default_system_instance if prof else None) or "",
+        min_nodes=sys_sec.int("minNodes", 2, minimum=1, maximum=pool_limit or 1000, why=why),
+        max_nodes=sys_sec.int("maxNodes", 4, minimum=1, maximum=pool_limit or 1000, why=why),
     )
     if isinstance(system.min_nodes, int) and isinstance(system.max_nodes, int) and system.min_nodes > system.max_nodes:
         problems.add(sys_sec.at("maxNodes"), f"must be >= minNodes ({system.min_nodes}); got {system.max_nodes}")
@@ -103,7 +119,9 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
             problems.add(sec.at(other), f"is a block for {other}, but this stack's cloud is {prof.name}; "
                                         f"only `cluster.{prof.name}` is allowed")
     if prof:
-        extras = _extras(sec.value(prof.name, {}), sec.at(prof.name), prof, problems)
+        extras = _extras(sec.value(prof.name, {}), sec.at(prof.name), prof, region, problems)
+    if kubeconfig is not None:
+        _adopted_warnings(sec, prof, problems)
     return Cluster(name=name or "", region=region or "", kubernetes_version=version or "", system_pool=system,
                    existing_kubeconfig=kubeconfig if isinstance(kubeconfig, str) else None,
                    private_endpoint=bool(private), authorized_networks=networks, extras=extras)
@@ -144,7 +162,26 @@ def _authorized_networks(sec: Section, prof: CloudProfile | None, production: bo
     return tuple(networks)
 
 
-def _extras(raw: Any, path: str, prof: CloudProfile, problems: Problems) -> dict[str, Any]:
+def _cloud_format(sec: Section, key: str, prof: CloudProfile | None, pattern: str, example: str, what: str,
+                  default: Any = None) -> str | None:
+    """A string the stack's cloud must recognise as its own: a GKE stack with region us-east-1 is refused here."""
+    value = sec.str(key) if default is None else sec.str(key, default)
+    if value and prof and not re.fullmatch(getattr(prof, pattern), value):
+        sec.problems.add(sec.at(key), f"{value!r:.80} is not a {prof.service} {what} (like "
+                                      f"{getattr(prof, example)}); is it from another cloud?")
+        return None
+    return value
+
+
+def _adopted_warnings(sec: Section, prof: CloudProfile | None, problems: Problems) -> None:
+    """An adopted cluster is only reached through its kubeconfig: keys that shape a created cluster do nothing."""
+    for key in ("privateEndpoint", "systemPool", *([prof.name] if prof else [])):
+        if sec.has(key):
+            problems.warn(sec.at(key), "has no effect with cluster.existingKubeconfig: an adopted cluster is not "
+                                       "created or changed; remove it")
+
+
+def _extras(raw: Any, path: str, prof: CloudProfile, region: str | None, problems: Problems) -> dict[str, Any]:
     sec = Section(raw, path, problems, tuple(prof.extras))
     extras = {}
     for key, spec in prof.extras.items():
@@ -153,6 +190,9 @@ def _extras(raw: Any, path: str, prof: CloudProfile, problems: Problems) -> dict
                 problems.add(sec.at(key), f"is required on {prof.name} ({spec.doc})")
             continue
         value = sec.raw[key]
+        if isinstance(value, str) and not value.strip():
+            problems.add(sec.at(key), f"must not be empty ({spec.doc})")
+            continue
         if not isinstance(value, spec.kind):
             problems.add(sec.at(key), f"must be a {getattr(spec.kind, '__name__', spec.kind)} ({spec.doc}); got {value!r}")
             continue
@@ -166,6 +206,11 @@ def _extras(raw: Any, path: str, prof: CloudProfile, problems: Problems) -> dict
         for other in spec.conflicts:
             if sec.has(other):
                 problems.add(sec.at(key), f"cannot be set with {other}: {key} is for {spec.doc}")
+        if spec.zones and prof.zone_pattern and region:
+            zone = prof.zone_pattern.format(region=re.escape(region))
+            for below, name in spec.zones(value):
+                if not re.fullmatch(zone, name):
+                    problems.add(join(sec.at(key), below), f"{name!r:.80} is not a zone of cluster.region {region}")
         extras[key] = value
     return extras
 
@@ -179,13 +224,14 @@ def _observability(raw: Any, problems: Problems) -> Observability:
         dcgm=sec.bool("dcgm", True),
         prometheus=Prometheus(
             install=prom.bool("install", True),
-            namespace=prom.str("namespace", "monitoring", pattern=DNS1123_LABEL, what="a namespace name"),
-            release_label=prom.str("releaseLabel", "kube-prometheus-stack"),
-            url=prom.str("url", None, pattern=_HTTP_URL, what="an http:// or https:// URL"),
+            namespace=prom.str("namespace", "monitoring", pattern=DNS1123_LABEL,
+                               what=f"a namespace name ({DNS1123_WHAT})"),
+            release_label=_label_value(prom, "releaseLabel", "kube-prometheus-stack"),
+            url=_url(prom, "url"),
         ),
         slo=Slo(min_utilization=slo.number("minUtilization", 0.5, 0.0, 1.0),
-                idle_minutes=slo.int("idleMinutes", 30, minimum=1),
-                pending_minutes=slo.int("pendingMinutes", 60, minimum=1)),
+                idle_minutes=slo.int("idleMinutes", 30, minimum=1, maximum=7 * 24 * 60, why="a week"),
+                pending_minutes=slo.int("pendingMinutes", 60, minimum=1, maximum=7 * 24 * 60, why="a week")),
         reclaim=_reclaim(sec.value("reclaim", {}), sec.at("reclaim"), problems),
     )
     if observability.reclaim.enabled:
@@ -197,13 +243,58 @@ def _observability(raw: Any, problems: Problems) -> Observability:
     return observability
 
 
+def _label_value(sec: Section, key: str, default: str) -> str | None:
+    from components.config.pools import LABEL_VALUE
+
+    return sec.str(key, default, pattern=LABEL_VALUE,
+                   what="a Kubernetes label value (at most 63 letters, digits, '-', '_', '.')")
+
+
+def _url(sec: Section, key: str) -> str | None:
+    url = sec.str(key, None, pattern=_HTTP_URL, what="an http:// or https:// URL")
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    host = parts.netloc.rpartition("@")[2]
+    host = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    if not port_ok or not _HOST.fullmatch(host) or len(host) > 253:
+        sec.problems.add(sec.at(key), f"{url!r:.120} is not an http(s) URL with a valid host and port 1-65535")
+        return None
+    return url
+
+
+def _namespaces(observability: Observability, teams: list, problems: Problems) -> None:
+    """Prometheus gets a namespace of its own: a team's `edit` there would read the Grafana admin Secret and
+    Prometheus' credentials, and the team's default-deny NetworkPolicy would cut Prometheus off."""
+    namespace = observability.prometheus.namespace
+    if not namespace:
+        return
+    platform = [n for n in RESERVED_NAMESPACES if n != "monitoring"]
+    if namespace in platform:
+        problems.add("observability.prometheus.namespace", f"{namespace!r} is a platform namespace; choose another "
+                                                           f"(platform namespaces: {', '.join(platform)})")
+    for i, team in enumerate(teams):
+        if team.name == namespace:
+            problems.add(join(join("teams", i), "name"), f"{namespace!r} is observability.prometheus.namespace, a "
+                                                         "platform namespace holding the Grafana admin Secret; "
+                                                         "rename the team or move Prometheus")
+
+
 def _reclaim(raw: Any, path: str, problems: Problems) -> Reclaim:
     sec = Section(raw, path, problems, ("enabled", "dryRun", "schedule"))
+    schedule = sec.str("schedule", "*/10 * * * *")
+    problem = cron_problem(schedule) if schedule else None
+    if problem:
+        problems.add(sec.at("schedule"), f"{schedule!r:.80} is not a cron schedule like \"*/10 * * * *\" or "
+                                         f"@hourly: {problem}")
     return Reclaim(
         enabled=bool(sec.bool("enabled", False)),
         dry_run=sec.bool("dryRun", True) is not False,  # anything but an explicit false stays a dry run
-        schedule=sec.str("schedule", "*/10 * * * *", pattern=_CRON,
-                         what="a cron schedule like \"*/10 * * * *\" or @hourly") or "*/10 * * * *",
+        schedule=schedule or "*/10 * * * *",
     )
 
 

@@ -5,16 +5,19 @@ import re
 from typing import Any
 
 from components import catalog
+# A module reference, not a name: labels imports the config model, so it may still be initializing here.
+from components.clouds import labels as node_facts
+from components.catalog.placement import placement_problem
 from components.clouds.profiles import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
-from components.config.fields import DNS1123_LABEL, Section, join
+from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, INT32_MAX, Section, join, name_index
 from components.config.model import (
     CAPACITY_TYPES, DRIVER_OWNERS, SHARING_MODES, TAINT_EFFECTS, WORKLOADS, GpuPool, Sharing, Taint,
 )
 
 _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
-_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
+LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 _TAINT_STRING = re.compile(r"(?P<key>[^=:]+)(=(?P<value>[^:]*))?:(?P<effect>\w+)")
 _MIG_G = re.compile(r"(\d+)g\.")
 
@@ -43,10 +46,11 @@ def read_pools(items: list[Any], prof: CloudProfile | None, problems: Problems) 
 def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) -> GpuPool | None:
     sec = Section(raw, path, problems, ("name", "instanceType", "minNodes", "maxNodes", "capacityType", "workload",
                                         "sharing", "driver", "labels", "taints"))
-    name = sec.str("name", pattern=DNS1123_LABEL, what="a DNS-1123 label (lowercase letters, digits, '-')")
+    name = sec.str("name", pattern=DNS1123_LABEL, what=DNS1123_WHAT)
     instance_type = sec.str("instanceType")
-    min_nodes = sec.int("minNodes", 0, minimum=0)
-    max_nodes = sec.int("maxNodes", minimum=1)
+    limit, why = (prof.max_pool_nodes, f"{prof.service} node pool limit") if prof else (INT32_MAX, "")
+    min_nodes = sec.int("minNodes", 0, minimum=0, maximum=limit, why=why)
+    max_nodes = sec.int("maxNodes", minimum=1, maximum=limit, why=why)
     if isinstance(min_nodes, int) and isinstance(max_nodes, int) and min_nodes > max_nodes:
         problems.add(sec.at("maxNodes"), f"must be >= minNodes ({min_nodes}); got {max_nodes}")
     capacity_type = sec.str("capacityType", "on-demand", choices=CAPACITY_TYPES)
@@ -58,8 +62,13 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
         driver = None
     labels = sec.str_map("labels")
     for key, value in labels.items():
-        if not _LABEL_KEY.fullmatch(key) or not _LABEL_VALUE.fullmatch(value) or len(value) > 63:
-            problems.add(join(sec.at("labels"), key), f"{key}={value!r} is not a valid Kubernetes label")
+        if not _LABEL_KEY.fullmatch(key) or not LABEL_VALUE.fullmatch(value) or len(value) > 63:
+            problems.add(join(sec.at("labels"), key), f"{key}={value!r:.80} is not a valid Kubernetes label (key "
+                                                      "[prefix/]name, name and value at most 63 characters)")
+        elif _platform_key(key):
+            problems.add(join(sec.at("labels"), key), f"{node_facts.LABEL_PREFIX}/* labels are the platform's own "
+                                                      "(Kueue flavors and quotas select pools by them); use your own "
+                                                      "domain")
     taints = tuple(_taint(t, join(sec.at("taints"), j), problems) for j, t in enumerate(sec.list("taints")))
 
     instance = None
@@ -132,18 +141,29 @@ def _taint(raw: Any, path: str, problems: Problems) -> Taint | None:
         raw = match.groupdict()
     sec = Section(raw, path, problems, ("key", "value", "effect"))
     key = sec.str("key", pattern=_LABEL_KEY, what="a valid taint key")
-    value = sec.str("value", "", pattern=_LABEL_VALUE, what="a valid taint value")
+    value = sec.str("value", "", pattern=LABEL_VALUE, what="a valid taint value")
     effect = sec.str("effect", "NoSchedule", choices=TAINT_EFFECTS)
+    if key and _platform_key(key):
+        problems.add(sec.at("key"), f"{node_facts.LABEL_PREFIX}/* taints are the platform's own (spot pools carry "
+                                    f"{node_facts.LABEL_PREFIX}/spot); use your own domain")
+        return None
     if key is None or value is None or effect is None:
         return None
     return Taint(key, value, effect)
+
+
+def _platform_key(key: str) -> bool:
+    domain = key.split("/", 1)[0] if "/" in key else ""
+    return domain == node_facts.LABEL_PREFIX or domain.endswith(f".{node_facts.LABEL_PREFIX}")
 
 
 def _sharing(raw: Any, path: str, instance, prof: CloudProfile | None, problems: Problems) -> Sharing | None:
     sec = Section(raw, path, problems, ("mode", "migProfile", "replicas"))
     mode = sec.str("mode", "none", choices=SHARING_MODES)
     mig_profile = sec.value("migProfile", None)
-    replicas = sec.int("replicas", None, minimum=2)
+    # MPS serves at most 48 clients per GPU (Volta and later); time-slicing has no such limit, only sense.
+    most = 48 if mode == "mps" else 256
+    replicas = sec.int("replicas", None, minimum=2, maximum=most, why=f"clients per GPU with {mode}")
     if mode is None:
         return None
     if mode != "mig" and mig_profile is not None:
@@ -197,11 +217,10 @@ def _custom_layout(raw: dict, path: str, gpu, problems: Problems) -> dict[str, i
             ok = False
     if not ok:
         return None
-    # A GPU has a fixed number of compute slices (7, or 4 on A30): the layout must fit in them.
-    slices = max(int(_MIG_G.match(n).group(1)) for n in names)
-    used = sum(int(_MIG_G.match(n).group(1)) * c for n, c in raw.items())
-    if used > slices:
-        problems.add(path, f"uses {used} compute slices but a {gpu.name} has {slices}")
+    # A GPU has fixed compute and memory slices, and each profile fixed positions: the layout must fit all three.
+    problem = placement_problem(gpu, {str(k): v for k, v in raw.items()})
+    if problem:
+        problems.add(path, problem)
         return None
     return {str(k): v for k, v in raw.items()}
 
@@ -210,7 +229,7 @@ def one_gpu_operator(items: list[Any], pools: list[GpuPool], prof: CloudProfile 
     """One GPU Operator serves every pool: its cluster-wide settings must mean the same on all of them."""
     if prof is None:
         return
-    index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
+    index = name_index(items)
     if prof.managed_driver_root and len({p.driver for p in pools}) > 1:
         for pool in pools:
             if pool.driver != prof.default_driver:
@@ -237,7 +256,7 @@ def one_gpu_operator(items: list[Any], pools: list[GpuPool], prof: CloudProfile 
 def cloud_pool_checks(extras: dict[str, Any], items: list[Any], pools: list[GpuPool], prof: CloudProfile,
                        problems: Problems) -> None:
     """Pools against the cloud: labels it refuses, what the chosen GPU image runs, reservations reserved pools need."""
-    index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
+    index = name_index(items)
     extras_path = f"cluster.{prof.name}"
     if prof.gpu_image_key:
         image_type = extras.get(prof.gpu_image_key, next(iter(prof.gpu_images)))
@@ -280,7 +299,7 @@ def scale_from_zero_warnings(items: list[Any], pools: list[GpuPool], prof: Cloud
     """Pools the Cluster Autoscaler cannot start from zero nodes for the resources their pods ask for."""
     if not (prof and prof.autoscaler_template_whole_gpus):
         return
-    index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
+    index = name_index(items)
     strategy = capacity.mig_strategy(pools)
     for pool in pools:
         unseen = sorted(set(capacity.pool_units(pool, strategy)) - {capacity.GPU_RESOURCE})

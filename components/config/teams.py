@@ -8,7 +8,7 @@ from components.clouds import labels as node_facts
 from components.clouds.profiles import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
-from components.config.fields import DNS1123_LABEL, Section, join
+from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
 from components.config.model import EGRESS, PRIORITIES, SCHEDULERS, Gang, GpuPool, Observability, Scheduler, Team
 
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "gpu-operator",
@@ -38,24 +38,35 @@ def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: 
         path = join("teams", i)
         sec = Section(item, path, problems, ("name", "quotas", "borrowingLimit", "lendingLimit", "priority", "groups",
                                              "principals", "reclaim", "egress"))
-        name = sec.str("name", pattern=DNS1123_LABEL, what="a DNS-1123 label (it becomes the team's namespace)")
-        if name in RESERVED_NAMESPACES:
-            problems.add(sec.at("name"), f"{name!r} is a reserved namespace; reserved: {', '.join(RESERVED_NAMESPACES)}")
+        name = sec.str("name", pattern=DNS1123_LABEL, what=f"{DNS1123_WHAT}: it becomes the team's namespace")
+        if name in RESERVED_NAMESPACES or (name or "").startswith("kube-"):
+            problems.add(sec.at("name"), f"{name!r} is a reserved namespace; reserved: "
+                                         f"{', '.join(RESERVED_NAMESPACES)} and every kube-* name (Kubernetes keeps "
+                                         "that prefix for itself)")
         if name and any(t.name == name for t in teams):
             problems.add(sec.at("name"), f"duplicate team name {name!r}")
         quotas = _quotas(sec.value("quotas"), sec.at("quotas"), by_name, declared, strategy, problems)
         team = Team(
             name=name or "", quotas=quotas,
-            borrowing_limit=sec.int("borrowingLimit", None, minimum=0),
-            lending_limit=sec.int("lendingLimit", None, minimum=0),
+            borrowing_limit=sec.int("borrowingLimit", None, minimum=0, maximum=1_000_000),
+            lending_limit=sec.int("lendingLimit", None, minimum=0, maximum=1_000_000),
             priority=sec.str("priority", "normal", choices=PRIORITIES) or "normal",
-            groups=tuple(sec.str_list("groups")),
+            groups=_groups(sec),
             principals=tuple(dict.fromkeys(sec.str_list("principals"))),
             reclaim=bool(sec.bool("reclaim", False)),
             egress=sec.str("egress", "internet", choices=EGRESS) or "internet",
         )
         teams.append(team)
     return teams
+
+
+def _groups(sec: Section) -> tuple[str, ...]:
+    """The cloud's format for group names is checked with the cluster (config/access.py)."""
+    groups = sec.str_list("groups")
+    for j, group in enumerate(groups):
+        if not group.strip():
+            sec.problems.add(join(sec.at("groups"), j), "must not be empty")
+    return tuple(groups)
 
 
 def _quotas(raw: Any, path: str, pools: dict[str, GpuPool], declared: set, strategy: str | None,
@@ -87,7 +98,7 @@ def team_quota_rules(pool_items: list[Any], pools: list[GpuPool], scheduler: Sch
                       prof: CloudProfile | None, production: bool, problems: Problems) -> None:
     """What teams' quotas mean together: a cohort to borrow from, quota that can be lent or reached, pool capacity."""
     strategy = capacity.mig_strategy(pools)
-    index = {item.get("name"): i for i, item in enumerate(pool_items) if isinstance(item, dict)}
+    index = name_index(pool_items)
     cohort = len(teams) >= 2  # teams borrow and lend within one shared cohort
     for i, team in enumerate(teams):
         path = join("teams", i)
@@ -169,14 +180,3 @@ def team_principal_checks(teams: list[Team], prof: CloudProfile | None, adopted:
         if not team.groups:
             problems.add(join(join("teams", i), "groups"), f"is required with principals: {spec.doc}, and the "
                                                            "team's RoleBinding grants those groups")
-
-
-def platform_namespaces_apart(teams: list[Team], observability: Observability, problems: Problems) -> None:
-    """A team namespace is never the monitoring namespace: `edit` there would read the Grafana admin Secret and
-    Prometheus' credentials, and the team's default-deny NetworkPolicy would cut Prometheus off."""
-    namespace = observability.prometheus.namespace
-    for i, team in enumerate(teams):
-        if team.name and team.name == namespace:
-            problems.add(join(join("teams", i), "name"), f"{team.name!r} is observability.prometheus.namespace, a "
-                                                         "platform namespace holding the Grafana admin Secret; "
-                                                         "rename the team or move Prometheus")

@@ -1,10 +1,7 @@
 """`gpu-platform check`: the policy pack, offline: plan a stack (or read a plan file) and report findings."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
-
-import yaml
 
 from gpu_platform.cli import UsageError, add_stack_arguments, write_output
 from gpu_platform.policy.findings import FAIL_ON
@@ -52,20 +49,23 @@ def run(args) -> int:
 
 
 def _read_document(path: str):
+    from components.config.reader import ReadError, decode, load_yaml
+
     try:
-        return yaml.safe_load(Path(path).read_text())
+        return load_yaml(decode(Path(path).read_bytes()))  # JSON is YAML 1.2 too
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise UsageError(f"{path} is not YAML or JSON: {exc}") from None
+    except ReadError as exc:
+        raise UsageError(f"{path} {exc}") from None
 
 
 def _read_plan(path: str):
     from gpu_platform.engine.plan import Plan
+    from gpu_platform.engine.plan_file import PlanFileError, read_plan_json
 
     try:
-        return Plan.from_json(json.loads(Path(path).read_text()))
+        return Plan.from_json(read_plan_json(path))
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"{path} is not a plan (`gpu-platform plan --format json`): {exc}") from None
+    except PlanFileError as exc:
+        raise UsageError(str(exc)) from None

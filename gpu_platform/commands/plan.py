@@ -66,4 +66,9 @@ def render_tree(plan: Plan) -> str:
         walk(root, 1)
     for warning in plan.warnings:
         lines.append(f"warning: {warning}")
+    if plan.config is not None:
+        from policies import context
+
+        for issue in context.for_config(plan.config).exemptions.issues:
+            lines.append(f"warning: {issue.path}: {issue.message} (not applied; `check` reports it as a finding)")
     return "\n".join(lines)

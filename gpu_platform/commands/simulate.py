@@ -39,12 +39,16 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--out", help="write to FILE instead of standard output")
 
 
+MAX_NODES = 10_000  # per pool: ten times any cloud's node pool limit, and the simulator keeps state per node
+CYCLE_RANGE_S = (0.01, 3600.0)  # below 10 ms a long trace takes billions of cycles; the calibrated one is 0.25
+
+
 def _nodes(values: list[str]) -> dict[str, int]:
     nodes = {}
     for value in values:
         pool, sep, count = value.partition("=")
-        if not sep or not count.isdigit():
-            raise UsageError(f"--nodes {value!r}: expected POOL=N with N a whole number")
+        if not sep or not (count.isascii() and count.isdigit() and len(count) <= 6) or int(count) > MAX_NODES:
+            raise UsageError(f"--nodes {value!r:.80}: expected POOL=N with N a whole number from 0 to {MAX_NODES}")
         nodes[pool] = int(count)
     return nodes
 
@@ -64,6 +68,12 @@ class Progress:
         arrived = f", {min(sim_t / self.last_submit_s, 1):.0%} of the trace submitted" if self.last_submit_s else ""
         print(f"simulate: {self.label}: {sim_t / 3600:.1f} h simulated{arrived}, {now - self.started:.0f} s",
               file=self.out or sys.stderr, flush=True)
+
+
+def _bounded(value: float | None, flag: str, low: float, high: float) -> None:
+    """--cycle and --horizon: a finite number of seconds in range (argparse's float also takes nan and inf)."""
+    if value is not None and not low <= value <= high:
+        raise UsageError(f"{flag} must be a number of seconds from {low:g} to {high:g}; got {value!r}")
 
 
 def _trace_format(args) -> str:
@@ -94,6 +104,10 @@ def _run(args) -> int:
     from gpu_platform.simulator import traces
     from gpu_platform.simulator.report import build_report, render_html, render_json, render_table
 
+    from gpu_platform.simulator.traces import MAX_SECONDS
+
+    _bounded(args.cycle, "--cycle", *CYCLE_RANGE_S)
+    _bounded(args.horizon, "--horizon", 1.0, MAX_SECONDS)
     if args.plan:
         model = load_model(args.plan)
     else:

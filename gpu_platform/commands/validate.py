@@ -14,8 +14,10 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    from components.config import ConfigError, Problem
     from gpu_platform.engine.diff import PlanFileError, read_plan_file
     from gpu_platform.engine.plan import validate_stack
+    from policies import context
 
     old = None
     if args.against:
@@ -24,6 +26,10 @@ def run(args) -> int:
         except PlanFileError as exc:
             raise UsageError(f"--against {exc}") from None
     _, path, _, config = validate_stack(args.stack, args.file)
+    # The policy pack would refuse these exemptions (a finding, never applied): validate says so before any run.
+    issues = context.for_config(config).exemptions.issues
+    if issues:
+        raise ConfigError([Problem(i.path, i.message) for i in issues], str(path))
     for warning in config.warnings:
         print(f"warning: {warning}")
     if old is not None:

@@ -6,13 +6,15 @@ import json
 import runpy
 import sys
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
 import yaml
 
-from components.config import ConfigError, PlatformConfig, Problem, load, read_stack_file, split_namespace
+from components.config import (
+    SECRET_PLACEHOLDER, ConfigError, PlatformConfig, Problem, load, read_stack_file, split_namespace,
+)
 from gpu_platform.engine.schema import ProviderSchemaError, sdk_type_problems
 from gpu_platform.engine.wire import to_plain
 
@@ -94,7 +96,14 @@ def validate_stack(stack: str | None = None, file: str | Path | None = None,
     name, path = stack_path(stack, file)
     config = {**read_stack_config(path), **(config_overrides or {})}
     raw, key_problems = split_namespace(config)
-    return name, path, config, load(raw, key_problems, str(path))
+    validated = load(raw, key_problems, str(path))
+    kubeconfig = validated.cluster.existing_kubeconfig
+    if kubeconfig is not None and kubeconfig != SECRET_PLACEHOLDER:
+        # A stack file shows a secret as {secure: ...}; plain text here is a credential committed with the stack.
+        validated = replace(validated, warnings=(*validated.warnings, (
+            "cluster.existingKubeconfig: is plain text in the stack file; store it encrypted with "
+            "`pulumi config set --secret --path cluster.existingKubeconfig \"$(cat kubeconfig)\"`")))
+    return name, path, config, validated
 
 
 def plan_stack(stack: str | None = None, file: str | Path | None = None,

@@ -588,6 +588,7 @@ def build_jobs(model: Model, trace, default_pool: str | None = None) -> list[Job
                 resource = GPU if GPU in advertised else next(iter(advertised))
         if resource is None:
             resource = _default_resource(queue)
+        _check_fits(model, tj, resource, pools)
         try:
             priority = model.resolve_priority(tj.priority, team.priority)
         except SimulationError as exc:
@@ -595,6 +596,19 @@ def build_jobs(model: Model, trace, default_pool: str | None = None) -> list[Job
         jobs.append(Job(seq, tj.job_id, index[team.name], queue.name, tj.submit_s, tj.duration_s, tj.units,
                         resource, pools, priority, tj.label))
     return jobs
+
+
+def _check_fits(model: Model, tj, resource: str, pools: tuple[str, ...] | None) -> None:
+    """A gang larger than every node the cluster can have would queue forever: refuse it, naming the job."""
+    if not model.pools:
+        return  # an adopted cluster's plan has quotas but no node pools to count
+    offered = {name: p.per_node.get(resource, 0) * p.nodes for name, p in model.pools.items()
+               if pools is None or name in pools}
+    capacity = sum(offered.values())
+    if tj.units > capacity:
+        where = ", ".join(f"{name} {n}" for name, n in sorted(offered.items()) if n) or "no pool offers it"
+        raise SimulationError(f"job {tj.job_id}: asks for {tj.units} {resource} but the cluster offers at most "
+                              f"{capacity} ({where}); it could never run: lower its gpus or raise --nodes/maxNodes")
 
 
 def _default_resource(queue) -> str:

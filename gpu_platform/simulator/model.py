@@ -7,7 +7,7 @@ the cluster would.
 """
 from __future__ import annotations
 
-import json
+import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from gpu_platform.engine.plan_file import PlanFileError, check_plan_json, read_plan_json
 from gpu_platform.simulator.errors import SimulationError
 
 KUEUE_API = "kubernetes:kueue.x-k8s.io/v1beta2:"
@@ -215,9 +216,9 @@ def load_model(plan: Any) -> Model:
         by_type.setdefault(res.get("type", ""), []).append(res)
     warnings: list[str] = []
     pools = _pools(by_type.get(GPU_NODE_POOL, []))
-    namespaces = {(_meta(r).get("name") or r.get("name")): _meta(r).get("labels") or {}
+    namespaces = {str(_meta(r).get("name") or r.get("name")): _meta(r).get("labels") or {}
                   for r in by_type.get(NAMESPACE, [])}
-    priorities = {_meta(r).get("name"): int(_inputs(r).get("value", 0))
+    priorities = {str(_meta(r).get("name")): quantity(_inputs(r).get("value", 0), f"priority {_meta(r).get('name')!r}")
                   for r in by_type.get(PRIORITY_CLASS, []) + by_type.get(WORKLOAD_PRIORITY_CLASS, [])
                   if _meta(r).get("name")}
     releases = by_type.get(HELM_RELEASE, [])
@@ -237,18 +238,16 @@ def load_model(plan: Any) -> Model:
 def _plan_json(plan: Any) -> tuple[dict[str, Any], str]:
     if hasattr(plan, "to_json"):
         return plan.to_json(), getattr(plan, "stack", "plan")
-    if isinstance(plan, dict):
-        return plan, "plan"
-    path = Path(plan)
     try:
-        data = json.loads(path.read_text())
+        if isinstance(plan, dict):
+            check_plan_json(plan)
+            return plan, "plan"
+        path = Path(plan)
+        return read_plan_json(path), str(path)
     except OSError as exc:
-        raise SimulationError(f"cannot read plan {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise SimulationError(f"{path}:{exc.lineno}: not plan JSON ({exc.msg})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("resources"), list):
-        raise SimulationError(f"{path}: not plan JSON (expected an object with a `resources` list)")
-    return data, str(path)
+        raise SimulationError(f"cannot read plan {plan}: {exc.strerror}") from None
+    except PlanFileError as exc:
+        raise SimulationError(str(exc)) from None
 
 
 def _inputs(res: dict[str, Any]) -> dict[str, Any]:
@@ -270,12 +269,18 @@ def _pools(components: list[dict[str, Any]]) -> dict[str, Pool]:
     for res in components:
         inp = _inputs(res)
         name = inp.get("poolName") or res.get("name")
-        advertised = {k: int(v) for k, v in (inp.get("advertised") or {}).items() if int(v) > 0}
+        where = f"GPU pool {name!r:.60}"
+        raw_advertised, labels = inp.get("advertised") or {}, inp.get("labels") or {}
+        if not isinstance(name, str) or not isinstance(raw_advertised, dict) or not isinstance(labels, dict):
+            raise SimulationError(f"{where}: poolName must be a string, advertised and labels objects")
+        advertised = {k: n for k, v in raw_advertised.items() if (n := quantity(v, f"{where} advertised {k}")) > 0}
         if not advertised:
             continue
-        pools[name] = Pool(name=name, nodes=int(inp.get("maxNodes") or 0), per_node=advertised,
-                           gpus_per_node=int(inp.get("gpusPerNode") or next(iter(advertised.values()))),
-                           labels=dict(inp.get("labels") or {}))
+        pools[name] = Pool(name=name, nodes=quantity(inp.get("maxNodes") or 0, f"{where} maxNodes"),
+                           per_node=advertised,
+                           gpus_per_node=quantity(inp.get("gpusPerNode") or next(iter(advertised.values())),
+                                                  f"{where} gpusPerNode"),
+                           labels=dict(labels))
     return pools
 
 
@@ -288,12 +293,17 @@ def quantity(value: Any, where: str) -> int:
     """A Kubernetes quantity as an integer count (GPUs, slices, replicas)."""
     if isinstance(value, bool):
         raise SimulationError(f"{where}: {value!r} is not a quantity")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SimulationError(f"{where}: {value!r} is not a quantity")
     if isinstance(value, (int, float)):
         return int(value)
     match = _QUANTITY.match(str(value).strip())
     if not match:
         raise SimulationError(f"{where}: {value!r} is not a quantity")
-    return int(float(match.group(1)) * _SUFFIX[match.group(2)])
+    number = float(match.group(1)) * _SUFFIX[match.group(2)]
+    if not math.isfinite(number):
+        raise SimulationError(f"{where}: {value!r} is out of range")
+    return int(number)
 
 
 def _flavors(rfs: list[dict[str, Any]], pools: dict[str, Pool], warnings: list[str]) -> dict[str, Flavor]:

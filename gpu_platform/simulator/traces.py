@@ -12,20 +12,24 @@ level (`high`); empty means the team's own priority.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import random
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
-
+from components.config.reader import ReadError, decode, load_yaml
 from gpu_platform.simulator.errors import SimulationError
 
 CSV_COLUMNS = ("job_id", "team", "submit_s", "duration_s", "gpus", "pool", "priority")
 REQUIRED = CSV_COLUMNS[:5]
 MIN_RUNTIME_S = 1.0  # Philly lists 0-second runtimes (failed starts); a job holds its GPUs at least this long
+# Bounds on what a trace may say: past them a number is a typo (or an attack), and the simulation would not end.
+MAX_SECONDS = 10 * 365 * 86400.0  # submit and duration times: ten years
+MAX_UNITS = 1_000_000  # GPUs (or slices, replicas) one job asks for
+MAX_SYNTHETIC_JOBS = 200_000  # bench's largest synthetic trace is 20,000 jobs
+_WHOLE = re.compile(r"[0-9]{1,7}")  # ASCII digits only: str.isdigit() also takes '²' and '٣'
 
 
 @dataclass(frozen=True)
@@ -91,14 +95,26 @@ def parse_csv(lines: Iterable[str], name: str = "trace") -> list[TraceJob]:
 
 
 def _number(row: dict[str, str], key: str, where: str, minimum: float) -> float:
-    value = row.get(key, "")
+    return number(row.get(key, ""), f"{where}: {key}", minimum, MAX_SECONDS)
+
+
+def number(value: str, what: str, minimum: float, maximum: float) -> float:
+    """A finite decimal number from `minimum` to `maximum`, or SimulationError naming `what`."""
     try:
-        number = float(value)
+        result = float(value) if value.isascii() else math.nan
     except ValueError:
-        raise SimulationError(f"{where}: {key} must be a number, got {value!r}") from None
-    if not math.isfinite(number) or number < minimum:
-        raise SimulationError(f"{where}: {key} must be >= {minimum:g}, got {value!r}")
-    return number
+        result = math.nan
+    if not minimum <= result <= maximum:  # NaN fails both comparisons
+        raise SimulationError(f"{what} must be a number from {minimum:g} to {maximum:g}, got {value[:40]!r}")
+    return result
+
+
+def whole(value: str, what: str, minimum: int = 1, maximum: int = MAX_UNITS) -> int:
+    """A whole number in ASCII digits from `minimum` to `maximum`, or SimulationError naming `what`."""
+    value = value.strip()
+    if not _WHOLE.fullmatch(value) or not minimum <= int(value) <= maximum:
+        raise SimulationError(f"{what} must be a whole number from {minimum} to {maximum}, got {value[:40]!r}")
+    return int(value)
 
 
 def _row_job(row: dict[str, str], where: str) -> TraceJob:
@@ -106,12 +122,10 @@ def _row_job(row: dict[str, str], where: str) -> TraceJob:
         raise SimulationError(f"{where}: job_id is empty")
     if not row["team"]:
         raise SimulationError(f"{where}: team is empty")
-    gpus = row["gpus"]
-    if not gpus.isdigit() or int(gpus) < 1:
-        raise SimulationError(f"{where}: gpus must be a whole number >= 1, got {gpus!r}")
+    units = whole(row["gpus"], f"{where}: gpus")
     pool, resource = split_pool(row.get("pool") or "")
     return TraceJob(job_id=row["job_id"], team=row["team"], submit_s=_number(row, "submit_s", where, 0),
-                    duration_s=_number(row, "duration_s", where, 0), units=int(gpus), pool=pool, resource=resource,
+                    duration_s=_number(row, "duration_s", where, 0), units=units, pool=pool, resource=resource,
                     priority=row.get("priority") or None)
 
 
@@ -142,10 +156,7 @@ def read_runtimes(path: str | Path) -> list[float]:
         cell = line.strip()
         if not cell or cell == "runtime":
             continue
-        try:
-            value = float(cell)
-        except ValueError:
-            raise SimulationError(f"{path}:{lineno}: runtime must be a number, got {cell!r}") from None
+        value = number(cell, f"{path}:{lineno}: runtime", 0, MAX_SECONDS)
         runtimes.append(max(MIN_RUNTIME_S, value))
     if not runtimes:
         raise SimulationError(f"{path}: no runtimes")
@@ -192,14 +203,8 @@ def read_gavel(path: str | Path, runtimes: str | Path | None = None, seed: int =
                 raise SimulationError(f"{where}: expected 7 tab-separated fields (job_type, command, "
                                       f"num_steps_arg, needs_data_dir, total_steps, arrival_time, scale_factor), "
                                       f"got {len(fields)}")
-            try:
-                arrival = float(fields[5])
-                gang = int(fields[6])
-            except ValueError:
-                raise SimulationError(f"{where}: arrival_time must be a number and scale_factor a whole number, "
-                                      f"got {fields[5]!r} and {fields[6]!r}") from None
-            if arrival < 0 or gang < 1:
-                raise SimulationError(f"{where}: arrival_time must be >= 0 and scale_factor >= 1")
+            arrival = number(fields[5].strip(), f"{where}: arrival_time", 0, MAX_SECONDS)
+            gang = whole(fields[6], f"{where}: scale_factor (the job's GPUs)")
             jobs.append(TraceJob(job_id=f"{team}-{lineno}", team=team, submit_s=arrival,
                                  duration_s=rng.choice(pool), units=gang, label=fields[0]))
     return jobs
@@ -219,9 +224,19 @@ def synthetic(teams: list[str] | dict[str, float], jobs: int = 1000, seed: int =
     distribution (sigma 1.5 gives p99/p50 of about 30, close to Philly's).
     """
     weights = teams if isinstance(teams, dict) else {t: 1.0 for t in teams}
-    if not weights or jobs < 1 or interarrival <= 0 or median <= 0 or sigma < 0:
-        raise SimulationError("synthetic trace needs teams, jobs >= 1, interarrival > 0, median > 0, sigma >= 0")
     gangs = gangs or DEFAULT_GANGS
+    bad = [f"{what} ({value!r})" for what, value, ok in (
+        ("jobs from 1 to %d" % MAX_SYNTHETIC_JOBS, jobs, 1 <= jobs <= MAX_SYNTHETIC_JOBS),
+        ("interarrival > 0", interarrival, 0 < interarrival <= MAX_SECONDS),
+        ("median > 0", median, 0 < median <= MAX_SECONDS),
+        ("sigma from 0 to 10", sigma, 0 <= sigma <= 10),
+        ("max > 0", max_duration, 0 < max_duration <= MAX_SECONDS),
+        ("team weights >= 0, not all 0", weights, bool(weights) and _weights_ok(weights.values())),
+        (f"gang sizes from 1 to {MAX_UNITS} with weights >= 0, not all 0", gangs,
+         all(1 <= g <= MAX_UNITS for g in gangs) and _weights_ok(gangs.values())),
+    ) if not ok]
+    if bad:
+        raise SimulationError(f"synthetic trace needs {'; '.join(bad)}; times up to {MAX_SECONDS:g} s")
     rng = random.Random(seed)
     names, team_w = list(weights), list(weights.values())
     sizes, size_w = list(gangs), list(gangs.values())
@@ -233,6 +248,11 @@ def synthetic(teams: list[str] | dict[str, float], jobs: int = 1000, seed: int =
         out.append(TraceJob(job_id=f"syn-{i}", team=rng.choices(names, team_w)[0], submit_s=round(t, 3),
                             duration_s=round(duration, 3), units=rng.choices(sizes, size_w)[0], pool=pool))
     return out
+
+
+def _weights_ok(weights) -> bool:
+    weights = list(weights)
+    return all(0 <= w < math.inf for w in weights) and sum(weights) > 0
 
 
 def parse_synthetic(spec: str, teams: list[str], seed: int) -> list[TraceJob]:
@@ -248,21 +268,19 @@ def parse_synthetic(spec: str, teams: list[str], seed: int) -> list[TraceJob]:
             raise SimulationError(f"synthetic trace option {part!r} is not key=value")
         if key not in known:
             raise SimulationError(f"unknown synthetic trace option {key!r}; known: {', '.join(known)}")
-        try:
-            if key == "jobs":
-                options["jobs"] = int(value)
-            elif key in ("interarrival", "median", "sigma"):
-                options[key] = float(value)
-            elif key == "max":
-                options["max_duration"] = float(value)
-            elif key == "pool":
-                options["pool"] = value
-            elif key == "teams":
-                weights = {name: float(w or 1) for name, _, w in (t.partition(":") for t in value.split("/") if t)}
-            else:
-                options["gangs"] = {int(k): float(w) for k, _, w in (g.partition(":") for g in value.split("/"))}
-        except ValueError:
-            raise SimulationError(f"synthetic trace option {part!r}: bad value") from None
+        what = f"synthetic trace option {key}"
+        if key == "jobs":
+            options["jobs"] = whole(value, what, 1, MAX_SYNTHETIC_JOBS)
+        elif key in ("interarrival", "median", "sigma", "max"):
+            options["max_duration" if key == "max" else key] = number(value, what, 0, MAX_SECONDS)
+        elif key == "pool":
+            options["pool"] = value
+        elif key == "teams":
+            weights = {name: number(w or "1", f"{what} weight of {name!r}", 0, 1e6)
+                       for name, _, w in (t.partition(":") for t in value.split("/") if t)}
+        else:
+            options["gangs"] = {whole(k, f"{what} (gang size)"): number(w, f"{what} weight of gang {k!r}", 0, 1e6)
+                                for k, _, w in (g.partition(":") for g in value.split("/"))}
     return synthetic(weights, seed=seed, **options)
 
 
@@ -272,14 +290,14 @@ def read_team_map(path: str | Path) -> dict[str, str]:
     """A mapping file: YAML/JSON `{trace_team: stack_team}`, or CSV lines `trace_team,stack_team`."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = decode(path.read_bytes())
+        if path.suffix in (".yaml", ".yml", ".json"):
+            data = load_yaml(text)  # JSON is YAML 1.2 too
     except OSError as exc:
         raise SimulationError(f"cannot read team map {path}: {exc.strerror}") from None
+    except ReadError as exc:
+        raise SimulationError(f"team map {path} {exc}") from None
     if path.suffix in (".yaml", ".yml", ".json"):
-        try:
-            data = yaml.safe_load(text) if path.suffix != ".json" else json.loads(text)
-        except (yaml.YAMLError, json.JSONDecodeError) as exc:
-            raise SimulationError(f"{path}: not a YAML/JSON mapping ({exc})") from None
         if not isinstance(data, dict):
             raise SimulationError(f"{path}: expected a mapping trace_team: stack_team")
         return {str(k): str(v) for k, v in data.items()}
