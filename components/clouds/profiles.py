@@ -56,6 +56,20 @@ class PoolNaming:
 
 
 @dataclass(frozen=True)
+class NetworkTopology:
+    """Node labels a cloud puts on GPU nodes for their place in its data-center network, for Kueue TAS."""
+
+    levels: tuple[str, ...]  # broadest first; kubernetes.io/hostname is added below them
+    instance_types: str  # regex of the instance types whose nodes carry every one of these labels
+    # Training pools of those types get topology-aware scheduling unless they set topology: false.
+    default_on: bool = True
+    note: str = ""  # why default_on is off, shown in docs and errors
+
+    def labels(self, instance_type: str) -> bool:
+        return re.fullmatch(self.instance_types, instance_type) is not None
+
+
+@dataclass(frozen=True)
 class CloudProfile:
     """What differs between clouds, stated once."""
 
@@ -128,6 +142,8 @@ class CloudProfile:
     # teams[].principals: the cloud identities mapped into a team's groups, where the cloud does not put its own
     # identities in Kubernetes groups by itself (None: it does, and the field is refused).
     team_principals: ExtraKey | None = None
+    # Block/rack node labels for Kueue topology-aware scheduling (None: the cloud sets none, only the hostname).
+    network_topology: NetworkTopology | None = None
 
 
 def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
@@ -283,6 +299,13 @@ PROFILES: dict[str, CloudProfile] = {
         # EKS knows IAM principals, not Kubernetes groups: an access entry per principal names the groups it joins.
         team_principals=ExtraKey(list, "IAM role or user ARNs whose sessions join the team's groups (EKS access "
                                        "entries)", check=_iam_principals),
+        # EKS labels nodes with their EC2 instance topology network nodes (EKS user guide ml-workload-topology), on
+        # the types DescribeInstanceTopology supports (EC2 ec2-instance-topology-prerequisites); p6-b200 has a 4th
+        # layer below layer-3, left out so one Topology fits every type.
+        network_topology=NetworkTopology(
+            levels=("topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
+                    "topology.k8s.aws/network-node-layer-3"),
+            instance_types=r"p4de?\.24xlarge|p5e?n?\.48xlarge|p6-b200\.48xlarge|g6e\.\w+"),
     ),
     "azure": CloudProfile(
         name="azure",
@@ -322,6 +345,8 @@ PROFILES: dict[str, CloudProfile] = {
         image_ships_toolkit=True,
         # AKS refuses authorized IP ranges on a private cluster.
         authorized_networks_public_only=True,
+        # AKS documents no block or rack label on its nodes (ND InfiniBand VMs included): Kueue TAS can place by
+        # hostname only, so no pool gets it by default (network_topology None).
     ),
     "gcp": CloudProfile(
         name="gcp",
@@ -362,6 +387,12 @@ PROFILES: dict[str, CloudProfile] = {
         needs_cdi=True,
         # GKE admits critical-priority pods outside kube-system only up to a quota (operator pods use them).
         critical_pods_need_quota=True,
+        # GKE labels the VMs of A3 Ultra and A4 (the RDMA types) with their reservation block, sub-block and host
+        # (Google Cloud AI Hypercomputer, schedule-gke-workloads-tas); A3 High/Mega nodes are not documented to get them.
+        network_topology=NetworkTopology(
+            levels=("cloud.google.com/gce-topology-block", "cloud.google.com/gce-topology-subblock",
+                    "cloud.google.com/gce-topology-host"),
+            instance_types=r"a3-ultragpu-8g|a4-highgpu-8g"),
     ),
     "oci": CloudProfile(
         name="oci",
@@ -410,6 +441,16 @@ PROFILES: dict[str, CloudProfile] = {
         # The OCI autoscaler builds a node pool's scale-from-zero template from its shape's GPU count
         # (cloudprovider/oci/nodepools/oci_manager.go): only nvidia.com/gpu, never MIG resources.
         autoscaler_template_whole_gpus=True,
+        # OKE copies the RDMA locality from instance metadata into these labels at bootstrap
+        # (oracle-quickstart/oci-hpc-oke, using-rdma-network-locality-when-running-workloads-on-oke.md), but the
+        # metadata has it only for bare-metal nodes in a compute cluster/cluster network, which plain node pools are not.
+        network_topology=NetworkTopology(
+            levels=("oci.oraclecloud.com/rdma.hpc_island_id", "oci.oraclecloud.com/rdma.network_block_id",
+                    "oci.oraclecloud.com/rdma.local_block_id"),
+            instance_types=r"BM\.GPU.*",
+            default_on=False,
+            note="OKE sets the RDMA locality labels only on bare-metal nodes in a compute cluster, which OKE node "
+                 "pools are not; set topology: true only if your nodes carry oci.oraclecloud.com/rdma.* labels"),
     ),
 }
 

@@ -111,6 +111,7 @@ class GpuPool:
     labels: dict[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     cloud_name: str = ""  # the pool's name as the cloud spells it (see CloudProfile.pool_name)
+    topology: bool = False  # Kueue topology-aware scheduling on this pool's ResourceFlavor
 
     @property
     def all_taints(self) -> tuple[Taint, ...]:

@@ -18,6 +18,7 @@ from components.config.pools import (
 from components.config.teams import (
     read_scheduler, read_teams, reclaim_opt_ins, team_principal_checks, team_quota_rules,
 )
+from components.config.training import topology_checks
 
 TOP_KEYS = ("cloud", "environment", "cluster", "gpuPools", "scheduler", "teams", "observability", "policy")
 _K8S_VERSION = re.compile(r"1\.\d{2}")
@@ -50,6 +51,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     spot_warnings(pools, production, problems)
     team_quota_rules(pool_items, pools, scheduler, teams, prof, production, problems)
     scale_from_zero_warnings(pool_items, pools, prof, problems)
+    topology_checks(pool_items, pools, scheduler, prof, problems)
 
     if problems.errors or cluster is None:
         return None, problems

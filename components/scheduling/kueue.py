@@ -18,6 +18,7 @@ from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs
 from components.clouds.labels import POOL_LABEL, pool_taints
 from components.clouds.profiles import profile
 from components.config.model import GpuPool, PlatformConfig, Team
+from components.scheduling import topology
 from components.scheduling.priorities import LEVELS
 from components.scheduling.shares import COHORT, PoolShare, has_cohort, team_shares, team_weight
 from components.tenancy.team import RBAC_GROUP, TEAM_LABEL
@@ -87,7 +88,11 @@ def flavor_spec(config: PlatformConfig, pool: GpuPool) -> dict[str, Any]:
             tolerations.append({"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect})
         else:
             tolerations.append({"key": taint.key, "operator": "Exists", "effect": taint.effect})
-    return {"nodeLabels": {POOL_LABEL: pool.name}, "tolerations": tolerations}
+    spec: dict[str, Any] = {"nodeLabels": {POOL_LABEL: pool.name}, "tolerations": tolerations}
+    levels = topology.pool_levels(config, pool)
+    if levels:
+        spec["topologyName"] = topology.topology_name(levels)
+    return spec
 
 
 def _groups(shares: list[PoolShare]) -> list[list[PoolShare]]:
@@ -195,6 +200,8 @@ class Kueue(pulumi.ComponentResource):
         for level in LEVELS.values():
             WorkloadPriorityClass(f"{name}-priority-{level.name}", level.name, level.value, level.description,
                                   opts=after)
+        for topology_name, levels in topology.topologies(config).items():
+            custom(f"topology-{topology_name}", "Topology", {"name": topology_name}, topology.topology_spec(levels))
         for pool in config.gpu_pools:
             custom(f"flavor-{pool.name}", "ResourceFlavor", {"name": pool.name}, flavor_spec(config, pool))
         if has_cohort(config):
