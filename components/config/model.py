@@ -136,6 +136,7 @@ class Scheduler:
     gang: Gang = field(default_factory=Gang)
     fair_sharing: bool = True
     allow_overcommit: bool = False  # nominal quotas may add up to more than a pool offers at maxNodes
+    frameworks: tuple[str, ...] = ()  # job framework operators installed and enabled in Kueue
 
 
 @dataclass(frozen=True)
