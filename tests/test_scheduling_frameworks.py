@@ -33,7 +33,10 @@ def with_frameworks(names, **scheduler):
 
 @pytest.fixture(scope="module")
 def full():
-    return plan_stack("aws-prod", config_overrides=with_frameworks(ALL))
+    """aws-prod with every framework and its h100-train pool topology-aware: what docs/examples target."""
+    pools = copy.deepcopy(stack_config("aws-prod")["gpu-platform:gpuPools"])
+    next(p for p in pools if p["name"] == "h100-train")["topology"] = True
+    return plan_stack("aws-prod", config_overrides={**with_frameworks(ALL), "gpu-platform:gpuPools": pools})
 
 
 def releases(plan) -> dict[str, dict]:

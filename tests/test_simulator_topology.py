@@ -2,17 +2,20 @@
 traces, the pools read from the plan, and the CLI report."""
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
+from gpu_platform.engine import plan_stack
 from gpu_platform.simulator import SimulationError, load_model
 from gpu_platform.simulator.topology import DEFAULT_BLOCK, TasPool, compare, place, tas_pools
 from gpu_platform.simulator.traces import TraceJob
-from test_scheduling_stacks import planned
+from test_scheduling_stacks import planned, stack_config
 
 
 def job(name: str, submit: float, duration: float, gpus: int, pool: str | None = "p") -> TraceJob:
@@ -69,8 +72,15 @@ def test_unknown_policy_is_refused():
         place(POOL, [], "strict")
 
 
+def tas_plan():
+    """aws-prod with its h100-train pool topology-aware."""
+    pools = copy.deepcopy(stack_config("aws-prod")["gpu-platform:gpuPools"])
+    next(p for p in pools if p["name"] == "h100-train")["topology"] = True
+    return plan_stack("aws-prod", config_overrides={"gpu-platform:gpuPools": pools})
+
+
 def test_tas_pools_come_from_the_planned_flavors():
-    plan = planned("aws-prod", "kueue")
+    plan = tas_plan()
     model = load_model(plan)
     pools = tas_pools(plan, model, {"h100-train": 2})
     assert list(pools) == ["h100-train"]
@@ -79,6 +89,7 @@ def test_tas_pools_come_from_the_planned_flavors():
     assert tas_pools(plan, model)["h100-train"].block_size == DEFAULT_BLOCK
     with pytest.raises(SimulationError, match="without a topology-aware flavor: a100-infer"):
         tas_pools(plan, model, {"a100-infer": 2})
+    assert tas_pools(planned("aws-prod", "kueue"), load_model(planned("aws-prod", "kueue"))) == {}
 
 
 def test_compare_reports_every_policy_per_pool_and_routes_unnamed_jobs_to_the_first_pool():
@@ -88,20 +99,22 @@ def test_compare_reports_every_policy_per_pool_and_routes_unnamed_jobs_to_the_fi
     assert rows[0]["policies"][0]["one_block_fraction"] == 0.0 and rows[0]["policies"][2]["one_block_fraction"] == 1.0
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpu_platform.cli", "simulate", "aws-prod", *args],
+def run_cli(plan: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpu_platform.cli", "simulate", "--plan", str(plan), *args],
                           cwd=ROOT, capture_output=True, text=True)
 
 
 def test_cli_adds_the_placement_comparison(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(tas_plan().to_json()))
     trace = tmp_path / "t.csv"
     trace.write_text("job_id,team,submit_s,duration_s,gpus,pool\n"
                      "a,research,0,100,8,h100-train\nb,research,1,10,16,h100-train\n")
-    out = run_cli("--trace", str(trace), "--topology-blocks", "h100-train=2", "--format", "json", "--baseline", "none")
+    out = run_cli(plan, "--trace", str(trace), "--topology-blocks", "h100-train=2", "--format", "json", "--baseline", "none")
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)["topology"]
     assert rows[0]["pool"] == "h100-train" and rows[0]["blocks"] == 2
-    table = run_cli("--trace", str(trace), "--topology", "--baseline", "none")
+    table = run_cli(plan, "--trace", str(trace), "--topology", "--baseline", "none")
     assert "Topology-aware placement" in table.stdout and "blocks of 4" in table.stdout
-    bad = run_cli("--trace", str(trace), "--topology-blocks", "h100-train=x")
+    bad = run_cli(plan, "--trace", str(trace), "--topology-blocks", "h100-train=x")
     assert bad.returncode == 2 and "--topology-blocks 'h100-train=x'" in bad.stderr and "Traceback" not in bad.stderr

@@ -61,9 +61,7 @@ class NetworkTopology:
 
     levels: tuple[str, ...]  # broadest first; kubernetes.io/hostname is added below them
     instance_types: str  # regex of the instance types whose nodes carry every one of these labels
-    # Training pools of those types get topology-aware scheduling unless they set topology: false.
-    default_on: bool = True
-    note: str = ""  # why default_on is off, shown in docs and errors
+    caveat: str = ""  # when nodes of those types may still lack the labels, warned about on opt-in
 
     def labels(self, instance_type: str) -> bool:
         return re.fullmatch(self.instance_types, instance_type) is not None
@@ -346,7 +344,7 @@ PROFILES: dict[str, CloudProfile] = {
         # AKS refuses authorized IP ranges on a private cluster.
         authorized_networks_public_only=True,
         # AKS documents no block or rack label on its nodes (ND InfiniBand VMs included): Kueue TAS can place by
-        # hostname only, so no pool gets it by default (network_topology None).
+        # hostname only (network_topology None).
     ),
     "gcp": CloudProfile(
         name="gcp",
@@ -448,9 +446,8 @@ PROFILES: dict[str, CloudProfile] = {
             levels=("oci.oraclecloud.com/rdma.hpc_island_id", "oci.oraclecloud.com/rdma.network_block_id",
                     "oci.oraclecloud.com/rdma.local_block_id"),
             instance_types=r"BM\.GPU.*",
-            default_on=False,
-            note="OKE sets the RDMA locality labels only on bare-metal nodes in a compute cluster, which OKE node "
-                 "pools are not; set topology: true only if your nodes carry oci.oraclecloud.com/rdma.* labels"),
+            caveat="OKE sets the RDMA locality labels only on bare-metal nodes in a compute cluster, which OKE node "
+                   "pools are not; keep topology: true only if your nodes carry oci.oraclecloud.com/rdma.* labels"),
     ),
 }
 

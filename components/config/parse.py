@@ -51,7 +51,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     spot_warnings(pools, production, problems)
     team_quota_rules(pool_items, pools, scheduler, teams, prof, production, problems)
     scale_from_zero_warnings(pool_items, pools, prof, problems)
-    topology_checks(pool_items, pools, scheduler, prof, problems)
+    topology_checks(pool_items, pools, scheduler, teams, prof, problems)
 
     if problems.errors or cluster is None:
         return None, problems

@@ -78,21 +78,12 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
         if not prof.pool_naming.valid(cloud_name):
             problems.add(sec.at("name"), f"{name!r} becomes {prof.service} pool name {cloud_name!r}, which must match "
                                          f"{prof.pool_naming.pattern}")
-    topology = sec.bool("topology", None)
-    if topology is None and prof and instance and workload:
-        topology = default_topology(prof, instance, workload)
+    topology = sec.bool("topology", False)
     if None in (name, instance, max_nodes, min_nodes, capacity_type, workload, driver, sharing, topology) or None in taints:
         return None
     return GpuPool(name=name, instance_type=instance_type, instance=instance, min_nodes=min_nodes, max_nodes=max_nodes,
                    capacity_type=capacity_type, workload=workload, sharing=sharing, driver=driver, labels=labels,
                    taints=taints, cloud_name=cloud_name, topology=topology)
-
-
-def default_topology(prof: CloudProfile, instance, workload: str) -> bool:
-    """Training pools whose nodes carry the cloud's block/rack labels get topology-aware scheduling by default:
-    one all-reduce across blocks runs at the speed of the slowest hop."""
-    facts = prof.network_topology
-    return bool(workload == "training" and facts and facts.default_on and facts.labels(instance.name))
 
 
 def _pool_sharing_limits(sharing: Sharing, driver: str, instance, sec: Section, prof: CloudProfile,

@@ -7,29 +7,42 @@ from typing import Any
 from components.clouds.profiles import CloudProfile
 from components.config.errors import Problems
 from components.config.fields import Section, join
-from components.config.model import GpuPool, Scheduler
+from components.config.model import GpuPool, Scheduler, Team
 from components.scheduling.frameworks import FRAMEWORKS
 
 
-def topology_checks(items: list[Any], pools: list[GpuPool], scheduler: Scheduler, prof: CloudProfile | None,
-                    problems: Problems) -> None:
-    """`topology: true` is a Kueue feature; a pool that asks for it under Volcano would silently get nothing."""
+def topology_checks(items: list[Any], pools: list[GpuPool], scheduler: Scheduler, teams: list[Team],
+                    prof: CloudProfile | None, problems: Problems) -> None:
+    """`topology: true` is a Kueue feature whose placement depends on node labels and on the team queues' mix."""
     index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
+    facts = prof.network_topology if prof else None
     for pool in pools:
-        explicit = items[index[pool.name]].get("topology") is True
-        if explicit and scheduler.kind != "kueue":
-            problems.add(join(join("gpuPools", index[pool.name]), "topology"),
-                         f"topology-aware scheduling is a Kueue feature (scheduler.kind is {scheduler.kind}); "
-                         "allowed: false, or scheduler.kind: kueue")
-        facts = prof.network_topology if prof else None
-        if explicit and prof and not (facts and facts.labels(pool.instance_type)):
-            problems.warn(join(join("gpuPools", index[pool.name]), "topology"),
-                          f"{prof.service} puts no block or rack labels on {pool.instance_type} nodes: Kueue can "
-                          "place this pool's jobs by host (kubernetes.io/hostname) only")
-        elif explicit and facts and not facts.default_on:
-            problems.warn(join(join("gpuPools", index[pool.name]), "topology"),
-                          f"{facts.note}: Kueue sees only nodes that carry every level label, so without them this "
-                          "pool admits no job")
+        if not pool.topology:
+            continue
+        path = join(join("gpuPools", index[pool.name]), "topology")
+        if scheduler.kind != "kueue":
+            problems.add(path, f"topology-aware scheduling is a Kueue feature (scheduler.kind is {scheduler.kind}); "
+                               "allowed: false, or scheduler.kind: kueue")
+        elif prof and not (facts and facts.labels(pool.instance_type)):
+            problems.warn(path, f"{prof.service} puts no block or rack labels on {pool.instance_type} nodes: Kueue can "
+                                "place this pool's jobs by host (kubernetes.io/hostname) only")
+        elif facts and facts.caveat:
+            problems.warn(path, f"{facts.caveat}: Kueue sees only nodes that carry every level label, so without "
+                                "them this pool admits no job")
+    if scheduler.kind != "kueue":
+        return
+    tas = {p.name for p in pools if p.topology}
+    for i, team in enumerate(teams):
+        with_tas = [p for p in team.quotas if p in tas]
+        without = [p for p in team.quotas if p not in tas]
+        if with_tas and without:
+            # Kueue's flavor assigner: a pod set without a topology request skips TAS flavors unless every flavor of
+            # its ClusterQueue is one ("supports only TopologyAwareScheduling"), and one with a request skips the rest.
+            problems.warn(join(join("teams", i), "quotas"),
+                          f"team {team.name!r} mixes topology-aware pools ({', '.join(with_tas)}) with others "
+                          f"({', '.join(without)}): its jobs without a kueue.x-k8s.io/podset-required-topology or "
+                          "-preferred-topology annotation never run on the former, jobs with one never on the "
+                          "latter; set topology: true on all of them to make topology implied")
 
 
 def read_frameworks(sec: Section, kind: str | None, problems: Problems) -> tuple[str, ...]:
