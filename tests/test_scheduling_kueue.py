@@ -23,7 +23,6 @@ CRDS = {
     "LocalQueue": "kueue/crds/kueue.x-k8s.io_localqueues.yaml",
     "WorkloadPriorityClass": "kueue/crds/kueue.x-k8s.io_workloadpriorityclasses.yaml",
     "Cohort": "kueue/crds/kueue.x-k8s.io_cohorts.yaml",
-    "Topology": "kueue/crds/kueue.x-k8s.io_topologies.yaml",
 }
 CONFIG_DOC = "kueue/config/kueue-config.v1beta2.md"
 ANCHOR = "config-kueue-x-k8s-io-v1beta2-"
