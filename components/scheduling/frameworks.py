@@ -1,9 +1,9 @@
 """Job frameworks for multi-node training, installed from pinned Helm charts and enabled in Kueue only when installed.
 
 `scheduler.frameworks` picks them; each one's Kueue integration names come from the Kueue 0.19 config reference
-(`integrations.frameworks`). Versions are the ones Kueue 0.19 builds its integrations against (kueue go.mod), or
-the first release of the API that Kueue's integration requires. Operator pods get no tolerations: every GPU pool is
-tainted, so they run on the system pool.
+(`integrations.frameworks`). Versions are the ones Kueue's go.mod builds its integrations against (a stored
+revision of it; the v0.19.2 tag's own was not at hand), or the release whose API Kueue's integration requires.
+Operator pods get no tolerations: every GPU pool is tainted, so they run on the system pool.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class Framework:
 
 FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
     # JobSet: the multi-job gang (leader + workers) most training frameworks and GKE's TAS examples build on.
-    # 0.10.1 is what Kueue's go.mod and Trainer 2.2's bundled chart both use.
+    # 0.10.1: what Kueue's go.mod (stored revision) and Trainer 2.2's bundled JobSet both use.
     Framework("jobset", "oci://registry.k8s.io/jobset/charts/jobset", "0.10.1", "jobset-system",
               ("jobset.x-k8s.io/jobset",)),
     # Kubeflow Trainer v2 (TrainJob). Kueue >= 0.17 patches TrainJobs through spec.runtimePatches, which Trainer 2.2
