@@ -11,7 +11,7 @@ import yaml
 
 from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION
 from components.config import validate
-from components.scheduling.kueue import FRAMEWORKS
+from components.scheduling.frameworks import BUILT_IN, FRAMEWORKS
 from components.scheduling.priorities import CEILING_POLICY, TEMPLATE_PRIORITY_PATHS, uses_forbidden
 from components.tenancy.isolation import PRIVATE_V4, network_policies, team_pod_security
 from components.tenancy.pool_admission import POLICY as POOL_POLICY, team_pools
@@ -208,7 +208,8 @@ def _framework_kind(framework: str) -> tuple[str, str]:
 
 def test_every_kueue_framework_with_pod_templates_is_held_to_the_ceiling():
     covered = {(group, kind.lower()) for group, kind in TEMPLATE_PRIORITY_PATHS}
-    missing = [f for f in FRAMEWORKS if _framework_kind(f) not in covered]
+    integrations = [*BUILT_IN, *(i for f in FRAMEWORKS.values() for i in f.integrations)]
+    missing = [f for f in integrations if _framework_kind(f) not in covered]
     # TrainJob has no pod template of its own: its cluster-scoped runtime has, which teams cannot write.
     assert missing == ["trainer.kubeflow.org/trainjob"]
     assert ("batch.volcano.sh", "Job") in TEMPLATE_PRIORITY_PATHS

@@ -296,8 +296,8 @@ def test_manager_config_values_are_ones_the_api_documents():
     frameworks = set(re.findall(r"<li>&quot;([\w./-]+)&quot;</li>", text))
     conf = manager_conf(planned("aws-prod", "kueue"))
     assert set(conf["integrations"]["frameworks"]) <= frameworks
-    assert {"batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "pod",
-            "ray.io/rayjob"} <= set(conf["integrations"]["frameworks"])
+    # no scheduler.frameworks: only the integrations that need no operator (tests/test_scheduling_frameworks.py)
+    assert conf["integrations"]["frameworks"] == ["batch/job", "pod", "deployment", "statefulset"]
     strategies = re.search(r"preemptionStrategies.*?</td>\s*</tr>", text, re.S).group(0)
     assert all(s in strategies for s in conf["fairSharing"]["preemptionStrategies"])
     assert f"<code>{conf['waitForPodsReady']['requeuingStrategy']['timestamp']}</code>" in text
@@ -310,8 +310,9 @@ def test_manager_config_keeps_the_chart_defaults():
         assert conf[key] == default[key], key
     # The chart's commented-out option, turned on for the observability layer's per-ClusterQueue quota rules.
     assert conf["metrics"] == {**default["metrics"], "enableClusterQueueResources": True}
-    assert set(default["integrations"]["frameworks"]) - set(conf["integrations"]["frameworks"]) == {
-        "workload.codeflare.dev/appwrapper"}
+    # The chart enables operator integrations too; without scheduler.frameworks only its operator-free ones remain.
+    assert set(conf["integrations"]["frameworks"]) == set(default["integrations"]["frameworks"]) & {
+        "batch/job", "pod", "deployment", "statefulset"} == {"batch/job", "pod", "deployment", "statefulset"}
 
 
 def test_gang_admission_follows_the_stack_timeouts():

@@ -59,6 +59,18 @@ class PoolNaming:
 
 
 @dataclass(frozen=True)
+class NetworkTopology:
+    """Node labels a cloud puts on GPU nodes for their place in its data-center network, for Kueue TAS."""
+
+    levels: tuple[str, ...]  # broadest first; kubernetes.io/hostname is added below them
+    instance_types: str  # regex of the instance types whose nodes carry every one of these labels
+    caveat: str = ""  # when nodes of those types may still lack the labels, warned about on opt-in
+
+    def labels(self, instance_type: str) -> bool:
+        return re.fullmatch(self.instance_types, instance_type) is not None
+
+
+@dataclass(frozen=True)
 class CloudProfile:
     """What differs between clouds, stated once."""
 
@@ -154,6 +166,8 @@ class CloudProfile:
     zone_pattern: str = ""  # a zone of region R: the pattern with {region} replaced by R
     # Most nodes one node pool can have (the cloud's per-pool limit); maxNodes above it would fail at create time.
     max_pool_nodes: int = 1000
+    # Block/rack node labels for Kueue topology-aware scheduling (None: the cloud sets none, only the hostname).
+    network_topology: NetworkTopology | None = None
 
 
 def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
@@ -389,6 +403,13 @@ PROFILES: dict[str, CloudProfile] = {
         zone_pattern="{region}[a-z]",
         # EKS service quota "nodes per managed node group".
         max_pool_nodes=450,
+        # EKS labels nodes with their EC2 instance topology network nodes (EKS user guide ml-workload-topology), on
+        # the types DescribeInstanceTopology supports (EC2 ec2-instance-topology-prerequisites); p6-b200 has a 4th
+        # layer below layer-3, left out so one Topology fits every type.
+        network_topology=NetworkTopology(
+            levels=("topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
+                    "topology.k8s.aws/network-node-layer-3"),
+            instance_types=r"p4de?\.24xlarge|p5e?n?\.48xlarge|p6-b200\.48xlarge|g6e\.\w+"),
     ),
     "azure": CloudProfile(
         name="azure",
@@ -439,6 +460,8 @@ PROFILES: dict[str, CloudProfile] = {
         max_pool_nodes=1000,
         # AKS-managed Entra ID RBAC binds groups by object id, not by name.
         team_group_check=_entra_group,
+        # AKS documents no block or rack label on its nodes (ND InfiniBand VMs included): Kueue TAS can place by
+        # hostname only (network_topology None).
     ),
     "gcp": CloudProfile(
         name="gcp",
@@ -502,6 +525,12 @@ PROFILES: dict[str, CloudProfile] = {
         zone_pattern="{region}-[a-z]",
         # GKE allows at most 1000 nodes per node pool zone.
         max_pool_nodes=1000,
+        # GKE labels the VMs of A3 Ultra and A4 (the RDMA types) with their reservation block, sub-block and host
+        # (Google Cloud AI Hypercomputer, schedule-gke-workloads-tas); A3 High/Mega nodes are not documented to get them.
+        network_topology=NetworkTopology(
+            levels=("cloud.google.com/gce-topology-block", "cloud.google.com/gce-topology-subblock",
+                    "cloud.google.com/gce-topology-host"),
+            instance_types=r"a3-ultragpu-8g|a4-highgpu-8g"),
     ),
     "oci": CloudProfile(
         name="oci",
@@ -555,6 +584,15 @@ PROFILES: dict[str, CloudProfile] = {
         instance_type_example="VM.Standard.E5.Flex",
         # OKE node pools hold at most 1000 nodes (node pool size limit).
         max_pool_nodes=1000,
+        # OKE copies the RDMA locality from instance metadata into these labels at bootstrap
+        # (oracle-quickstart/oci-hpc-oke, using-rdma-network-locality-when-running-workloads-on-oke.md), but the
+        # metadata has it only for bare-metal nodes in a compute cluster/cluster network, which plain node pools are not.
+        network_topology=NetworkTopology(
+            levels=("oci.oraclecloud.com/rdma.hpc_island_id", "oci.oraclecloud.com/rdma.network_block_id",
+                    "oci.oraclecloud.com/rdma.local_block_id"),
+            instance_types=r"BM\.GPU.*",
+            caveat="OKE sets the RDMA locality labels only on bare-metal nodes in a compute cluster, which OKE node "
+                   "pools are not; keep topology: true only if your nodes carry oci.oraclecloud.com/rdma.* labels"),
     ),
 }
 

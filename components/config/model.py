@@ -114,6 +114,7 @@ class GpuPool:
     labels: dict[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     cloud_name: str = ""  # the pool's name as the cloud spells it (see CloudProfile.pool_name)
+    topology: bool = False  # Kueue topology-aware scheduling on this pool's ResourceFlavor
 
     @property
     def all_taints(self) -> tuple[Taint, ...]:
@@ -138,6 +139,7 @@ class Scheduler:
     gang: Gang = field(default_factory=Gang)
     fair_sharing: bool = True
     allow_overcommit: bool = False  # nominal quotas may add up to more than a pool offers at maxNodes
+    frameworks: tuple[str, ...] = ()  # job framework operators installed and enabled in Kueue
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from components.config.cron import cron_problem
 from components.config.zonal import per_zone_start_checks
 from policies.exemptions import POLICY_KEYS
 from policies.exemptions import read_policy as read_exemption_policy
+from components.config.training import topology_checks
 
 TOP_KEYS = ("cloud", "environment", "cluster", "gpuPools", "scheduler", "teams", "observability", "policy")
 _K8S_VERSION = re.compile(r"1\.\d{2}")
@@ -61,6 +62,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     spot_warnings(pools, production, problems)
     team_quota_rules(pool_items, pools, scheduler, teams, prof, production, problems)
     scale_from_zero_warnings(pool_items, pools, prof, problems)
+    topology_checks(pool_items, pools, scheduler, teams, prof, problems)
 
     if problems.errors or cluster is None:
         return None, problems

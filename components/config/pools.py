@@ -45,7 +45,7 @@ def read_pools(items: list[Any], prof: CloudProfile | None, problems: Problems) 
 
 def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) -> GpuPool | None:
     sec = Section(raw, path, problems, ("name", "instanceType", "minNodes", "maxNodes", "capacityType", "workload",
-                                        "sharing", "driver", "labels", "taints"))
+                                        "sharing", "driver", "labels", "taints", "topology"))
     name = sec.str("name", pattern=DNS1123_LABEL, what=DNS1123_WHAT)
     instance_type = sec.str("instanceType")
     limit, why = (prof.max_pool_nodes, f"{prof.service} node pool limit") if prof else (INT32_MAX, "")
@@ -87,11 +87,12 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
         if not prof.pool_naming.valid(cloud_name):
             problems.add(sec.at("name"), f"{name!r} becomes {prof.service} pool name {cloud_name!r}, which must match "
                                          f"{prof.pool_naming.pattern}")
-    if None in (name, instance, max_nodes, min_nodes, capacity_type, workload, driver, sharing) or None in taints:
+    topology = sec.bool("topology", False)
+    if None in (name, instance, max_nodes, min_nodes, capacity_type, workload, driver, sharing, topology) or None in taints:
         return None
     return GpuPool(name=name, instance_type=instance_type, instance=instance, min_nodes=min_nodes, max_nodes=max_nodes,
                    capacity_type=capacity_type, workload=workload, sharing=sharing, driver=driver, labels=labels,
-                   taints=taints, cloud_name=cloud_name)
+                   taints=taints, cloud_name=cloud_name, topology=topology)
 
 
 def _pool_sharing_limits(sharing: Sharing, driver: str, instance, sec: Section, prof: CloudProfile,

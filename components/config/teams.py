@@ -10,6 +10,7 @@ from components.config import capacity
 from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
 from components.config.model import EGRESS, PRIORITIES, SCHEDULERS, Gang, GpuPool, Observability, Scheduler, Team
+from components.config.training import read_frameworks
 
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "gpu-operator",
                        "kueue-system", "volcano-system", "monitoring", "gpu-platform-system")
@@ -17,10 +18,12 @@ KUEUE_MAX_TOLERATIONS = 8  # ResourceFlavor.spec.tolerations maxItems in the v1b
 
 
 def read_scheduler(raw: Any, problems: Problems) -> Scheduler:
-    sec = Section(raw, "scheduler", problems, ("kind", "gang", "fairSharing", "allowOvercommit"))
+    sec = Section(raw, "scheduler", problems, ("kind", "gang", "fairSharing", "allowOvercommit", "frameworks"))
     gang = Section(sec.value("gang", {}), sec.at("gang"), problems, ("enabled", "timeout", "recoveryTimeout"))
+    kind = sec.str("kind", "kueue", choices=SCHEDULERS)
     return Scheduler(
-        kind=sec.str("kind", "kueue", choices=SCHEDULERS),
+        kind=kind,
+        frameworks=read_frameworks(sec, kind, problems),
         gang=Gang(enabled=gang.bool("enabled", True), timeout_s=gang.duration("timeout", 600),
                   recovery_timeout_s=gang.duration("recoveryTimeout", None)),
         fair_sharing=sec.bool("fairSharing", True),

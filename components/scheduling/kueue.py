@@ -18,6 +18,8 @@ from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs
 from components.clouds.labels import POOL_LABEL, pool_taints
 from components.clouds.profiles import profile
 from components.config.model import GpuPool, PlatformConfig, Team
+from components.scheduling import topology
+from components.scheduling.frameworks import kueue_integrations
 from components.scheduling.priorities import LEVELS
 from components.scheduling.shares import COHORT, PoolShare, has_cohort, team_shares, team_weight
 from components.tenancy.team import RBAC_GROUP, TEAM_LABEL
@@ -29,11 +31,6 @@ API = "kueue.x-k8s.io/v1beta2"
 LOCAL_QUEUE = "default"  # Kueue's LocalQueue defaulting sends unlabeled jobs of a namespace to this queue
 USER_ROLE = "kueue-batch-user-role"  # the chart's role for submitting jobs and reading queues and workloads
 
-FRAMEWORKS = (
-    "batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/mpijob", "kubeflow.org/pytorchjob",
-    "trainer.kubeflow.org/trainjob", "ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice", "pod",
-    "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset",
-)
 NOT_QUEUED = ("cpu", "memory", "ephemeral-storage", "hugepages-")  # resource prefixes Kueue does not count
 # Team priority -> the highest workload priority its borrowing jobs may preempt in other queues (classic
 # preemption only). Reclaiming one's own nominal quota is always allowed; preempting others in order to borrow is
@@ -62,7 +59,8 @@ def manager_config(config: PlatformConfig) -> dict[str, Any]:
         # pod-level integrations only act in team namespaces, never in system ones.
         "manageJobsWithoutQueueName": True,
         "managedJobsNamespaceSelector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]},
-        "integrations": {"frameworks": list(FRAMEWORKS)},
+        # Only what is installed: an integration without its operator would admit jobs nothing runs.
+        "integrations": {"frameworks": kueue_integrations(config)},
         "resources": {"excludeResourcePrefixes": list(NOT_QUEUED)},
     }
     if scheduler.gang.enabled:
@@ -87,7 +85,11 @@ def flavor_spec(config: PlatformConfig, pool: GpuPool) -> dict[str, Any]:
             tolerations.append({"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect})
         else:
             tolerations.append({"key": taint.key, "operator": "Exists", "effect": taint.effect})
-    return {"nodeLabels": {POOL_LABEL: pool.name}, "tolerations": tolerations}
+    spec: dict[str, Any] = {"nodeLabels": {POOL_LABEL: pool.name}, "tolerations": tolerations}
+    levels = topology.pool_levels(config, pool)
+    if levels:
+        spec["topologyName"] = topology.topology_name(levels)
+    return spec
 
 
 def _groups(shares: list[PoolShare]) -> list[list[PoolShare]]:
@@ -199,6 +201,8 @@ class Kueue(pulumi.ComponentResource):
         for level in LEVELS.values():
             WorkloadPriorityClass(f"{name}-priority-{level.name}", level.name, level.value, level.description,
                                   opts=after)
+        for topology_name, levels in topology.topologies(config).items():
+            custom(f"topology-{topology_name}", "Topology", {"name": topology_name}, topology.topology_spec(levels))
         for pool in config.gpu_pools:
             custom(f"flavor-{pool.name}", "ResourceFlavor", {"name": pool.name}, flavor_spec(config, pool))
         if has_cohort(config):

@@ -1,8 +1,9 @@
-"""Teams and scheduling layer: team namespaces, priority classes, then Kueue or Volcano queues."""
+"""Teams and scheduling layer: team namespaces, priority classes, Kueue or Volcano queues, and job frameworks."""
 from __future__ import annotations
 
 from components.context import Context
 from components.scheduling import volcano
+from components.scheduling.frameworks import Frameworks
 from components.scheduling.kueue import LOCAL_QUEUE, Kueue
 from components.scheduling.priorities import Priorities
 from components.scheduling.volcano import Volcano
@@ -32,5 +33,7 @@ def install(ctx: Context) -> None:
         scheduler = Volcano("volcano", config, opts=ctx.k8s_opts())
         queues = dict(zip(teams, teams))
     ctx.handles[kind] = scheduler.release
+    if config.scheduler.frameworks:
+        Frameworks("frameworks", config, opts=ctx.k8s_opts())
     ctx.exports["scheduling"] = {"kind": kind,
                                  "teams": {name: {"namespace": name, "queue": queues[name]} for name in teams}}

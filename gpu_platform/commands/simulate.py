@@ -37,18 +37,23 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed for drawn durations and synthetic traces")
     parser.add_argument("--format", choices=("table", "json", "html"), default="table")
     parser.add_argument("--out", help="write to FILE instead of standard output")
+    parser.add_argument("--topology", action="store_true",
+                        help="also compare Kueue topology-aware placement (one block per gang) with none, on the "
+                             "pools whose flavor has a Topology (table and json formats)")
+    parser.add_argument("--topology-blocks", action="append", default=[], metavar="POOL=N",
+                        help="nodes per network block of a topology-aware pool (repeatable; implies --topology)")
 
 
 MAX_NODES = 10_000  # per pool: ten times any cloud's node pool limit, and the simulator keeps state per node
 CYCLE_RANGE_S = (0.01, 3600.0)  # below 10 ms a long trace takes billions of cycles; the calibrated one is 0.25
 
 
-def _nodes(values: list[str]) -> dict[str, int]:
+def _nodes(values: list[str], option: str = "--nodes") -> dict[str, int]:
     nodes = {}
     for value in values:
         pool, sep, count = value.partition("=")
         if not sep or not (count.isascii() and count.isdigit() and len(count) <= 6) or int(count) > MAX_NODES:
-            raise UsageError(f"--nodes {value!r:.80}: expected POOL=N with N a whole number from 0 to {MAX_NODES}")
+            raise UsageError(f"{option} {value!r:.80}: expected POOL=N with N a whole number from 0 to {MAX_NODES}")
         nodes[pool] = int(count)
     return nodes
 
@@ -109,11 +114,12 @@ def _run(args) -> int:
     _bounded(args.cycle, "--cycle", *CYCLE_RANGE_S)
     _bounded(args.horizon, "--horizon", 1.0, MAX_SECONDS)
     if args.plan:
-        model = load_model(args.plan)
+        plan = args.plan
     else:
         from gpu_platform.engine import plan_stack
 
-        model = load_model(plan_stack(args.stack, args.file))
+        plan = plan_stack(args.stack, args.file)
+    model = load_model(plan)
     model = model.with_nodes(_nodes(args.nodes))
     if args.placement:
         model = model.with_placement(args.placement)
@@ -142,11 +148,20 @@ def _run(args) -> int:
             "fair_sharing": model.fair_sharing, "nodes": {name: pool.nodes for name, pool in model.pools.items()},
             "warnings": list(model.warnings)}
     report = build_report(result, baseline, meta)
+    placement = None
+    if args.topology or args.topology_blocks:
+        from gpu_platform.simulator import topology
+
+        pools = topology.tas_pools(plan, model, _nodes(args.topology_blocks, "--topology-blocks"))
+        placement = topology.compare(pools, trace, args.pool)
+        report["topology"] = placement
     if args.format == "json":
         text = render_json(report)
     elif args.format == "html":
         text = render_html(report, result, baseline)
     else:
         text = render_table(report)
+        if placement is not None:
+            text = f"{text.rstrip()}\n\n{topology.render(placement)}\n"
     write_output(text, args.out)
     return 0
