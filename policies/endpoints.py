@@ -16,6 +16,7 @@ from pulumi_policy import PolicyResource
 
 from policies.graph import Graph
 from policies.props import Undecidable, get, items
+from policies.rule import Pending, Report
 
 # More than 1/256 of an address family (a /8's worth) is no longer "named networks".
 OPEN_SHARE = Fraction(1, 256)
@@ -127,3 +128,15 @@ CLUSTERS: dict[str, Callable[[PolicyResource, Graph], Endpoint]] = {
 def endpoint(cluster: PolicyResource, graph: Graph) -> Endpoint:
     """A cluster's API endpoint (raises for values unknown during preview, or NSG rules outside the stack)."""
     return CLUSTERS[cluster.resource_type](cluster, graph)
+
+
+def report_open_endpoints(graph: Graph, report: Report, message: Callable[[Endpoint, PolicyResource, str], str]) -> None:
+    """Report every cluster whose endpoint is open, with `message(endpoint, cluster, problem)`; clusters that cannot
+    be decided at preview are reported as such once all were looked at."""
+    pending = Pending()
+    for cluster in graph.of_type(*CLUSTERS):
+        with pending.each():
+            api = endpoint(cluster, graph)
+            if problem := exposure(api):
+                report(message(api, cluster, problem), cluster.urn)
+    pending.finish()

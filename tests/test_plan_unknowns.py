@@ -13,23 +13,13 @@ from conftest import ROOT
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import run_program
 from gpu_platform.engine.wire import UNKNOWN, to_plain
+from test_engine import ADOPTED
 
 # An adopted cluster that reports to an existing Prometheus the platform does not install and has no URL for.
-ADOPTED_EXTERNAL_PROMETHEUS = textwrap.dedent("""\
-    config:
-      gpu-platform:cloud: aws
-      gpu-platform:cluster:
-        name: adopted
-        region: us-east-1
-        existingKubeconfig:
-          secure: v1:AAAAAAAAAAAAAAAA:ciphertext
-      gpu-platform:gpuPools:
-        - {name: h100-train, instanceType: p5.48xlarge, maxNodes: 2}
-      gpu-platform:teams:
-        - {name: research, quotas: {h100-train: 8}}
-      gpu-platform:observability:
-        prometheus: {install: false, releaseLabel: prometheus}
-    """)
+ADOPTED_EXTERNAL_PROMETHEUS = ADOPTED + textwrap.indent(textwrap.dedent("""\
+    gpu-platform:observability:
+      prometheus: {install: false, releaseLabel: prometheus}
+    """), "  ")
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,9 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
 from policies import context
-from policies.endpoints import CLUSTERS, OPEN_SHARE, endpoint, exposure
+from policies.endpoints import CLUSTERS, OPEN_SHARE, report_open_endpoints
 from policies.graph import Graph
-from policies.rule import Pending, Report, stack_rule
+from policies.rule import Report, stack_rule
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
@@ -14,14 +14,8 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
         args.not_applicable("no cluster in the stack")
     if not context.production(graph.resources):
         args.not_applicable("not a production stack")
-    pending = Pending()
-    for cluster in graph.of_type(*CLUSTERS):
-        with pending.each():
-            api = endpoint(cluster, graph)
-            if problem := exposure(api):
-                report(f"production {api.service} cluster {cluster.name!r} exposes its API server to the "
-                       f"internet: {problem}", cluster.urn)
-    pending.finish()
+    report_open_endpoints(graph, report, lambda api, cluster, problem: (
+        f"production {api.service} cluster {cluster.name!r} exposes its API server to the internet: {problem}"))
 
 
 RULE = stack_rule(

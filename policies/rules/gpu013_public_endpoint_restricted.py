@@ -4,9 +4,9 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
 from policies import context
-from policies.endpoints import CLUSTERS, OPEN_SHARE, endpoint, exposure
+from policies.endpoints import CLUSTERS, OPEN_SHARE, report_open_endpoints
 from policies.graph import Graph
-from policies.rule import Pending, Report, stack_rule
+from policies.rule import Report, stack_rule
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
@@ -14,15 +14,9 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
         args.not_applicable("no cluster in the stack")
     if context.production(graph.resources):
         args.not_applicable("a production stack: GPU011 holds its endpoint")
-    pending = Pending()
-    for cluster in graph.of_type(*CLUSTERS):
-        with pending.each():
-            api = endpoint(cluster, graph)
-            if problem := exposure(api):
-                report(f"{api.service} cluster {cluster.name!r} has a public API endpoint without authorized "
-                       f"networks: {problem}. Limit {api.allow_field} to the networks that administer it, or "
-                       f"set {api.private_field}.", cluster.urn)
-    pending.finish()
+    report_open_endpoints(graph, report, lambda api, cluster, problem: (
+        f"{api.service} cluster {cluster.name!r} has a public API endpoint without authorized networks: {problem}. "
+        f"Limit {api.allow_field} to the networks that administer it, or set {api.private_field}."))
 
 
 RULE = stack_rule(
