@@ -33,21 +33,21 @@ class GpuNodePoolArgs:
     """Largest node count."""
     driver: str
     """Who installs the NVIDIA driver: `operator`, `cloud` or `image`."""
-    capacity_type: str = "on-demand"
+    capacity_type: Optional[str] = "on-demand"
     """on-demand, spot or reserved."""
-    workload: str = "training"
+    workload: Optional[str] = "training"
     """What the pool is for: training or inference."""
-    sharing_mode: str = "none"
+    sharing_mode: Optional[str] = "none"
     """How GPUs are shared: none, mig, mps or time-slicing."""
     mig_config: Optional[str] = None
     """The mig-parted config name when sharing is mig."""
     replicas: Optional[int] = None
     """Clients per GPU when sharing is mps or time-slicing."""
-    labels: dict[str, str] = field(default_factory=dict)
+    labels: Optional[dict[str, str]] = field(default_factory=dict)
     """Node labels every node of the pool carries."""
-    taints: list[dict[str, str]] = field(default_factory=list)
+    taints: Optional[list[dict[str, str]]] = field(default_factory=list)
     """Node taints in Kubernetes spelling: key, value, effect."""
-    advertised: dict[str, int] = field(default_factory=dict)
+    advertised: Optional[dict[str, int]] = field(default_factory=dict)
     """Extended resources one node advertises, e.g. {"nvidia.com/gpu": 8}."""
 
     @classmethod
@@ -73,8 +73,8 @@ class GpuNodePool(pulumi.ComponentResource):
     TYPE = "gpu-platform:cluster:GpuNodePool"
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        labels, advertised = dict(args.labels), dict(args.advertised)
-        taints = tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in args.taints)
+        labels, advertised = dict(args.labels or {}), dict(args.advertised or {})
+        taints = tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in args.taints or [])
         props = {
             "poolName": args.pool_name,
             "cloud": args.cloud,
@@ -84,9 +84,9 @@ class GpuNodePool(pulumi.ComponentResource):
             "gpusPerNode": args.gpus_per_node,
             "minNodes": args.min_nodes,
             "maxNodes": args.max_nodes,
-            "capacityType": args.capacity_type,
-            "workload": args.workload,
-            "sharing": {"mode": args.sharing_mode, "migConfig": args.mig_config, "replicas": args.replicas},
+            "capacityType": args.capacity_type or "on-demand",
+            "workload": args.workload or "training",
+            "sharing": {"mode": args.sharing_mode or "none", "migConfig": args.mig_config, "replicas": args.replicas},
             "driver": args.driver,
             "labels": labels,
             "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints],

@@ -98,9 +98,9 @@ class GpuOperatorArgs:
     """Who installs the NVIDIA driver on each GPU pool: `operator`, `cloud` or `image`, by pool name."""
     operands: dict[str, bool]
     """Which operands the operator runs: driver, toolkit, devicePlugin, migManager, dcgmExporter."""
-    cloud_note: str = ""
+    cloud_note: Optional[str] = ""
     """One line on how this cloud's GPU nodes differ (recorded on the component, shown by the plan)."""
-    critical_pods_quota: bool = False
+    critical_pods_quota: Optional[bool] = False
     """Create the ResourceQuota GKE needs before it admits system-critical pods outside kube-system."""
     mig_config: Optional[str] = None
     """mig-parted config YAML for the mig-manager's ConfigMap; None when no pool uses MIG."""
@@ -136,8 +136,8 @@ class GpuOperator(pulumi.ComponentResource):
             "namespace": NAMESPACE,
             "driverOwners": dict(args.driver_owners),
             "operands": dict(args.operands),
-            "migStrategy": self.values["mig"]["strategy"],
-            "cloudNote": args.cloud_note,
+            "migStrategy": self.values.get("mig", {}).get("strategy", "none"),
+            "cloudNote": args.cloud_note or "",
         }, opts)
         child = pulumi.ResourceOptions(parent=self)
         namespace = core.Namespace(f"{name}-namespace", metadata={

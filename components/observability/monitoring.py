@@ -52,7 +52,7 @@ class GpuMonitoringArgs:
     """Labels Prometheus selects rules and monitors by, e.g. {"release": "kube-prometheus-stack"}."""
     dashboard: str
     """The Grafana dashboard JSON file, loaded by Grafana's dashboard sidecar."""
-    scheduler: str = "kueue"
+    scheduler: Optional[str] = "kueue"
     """Whose metrics to scrape: `kueue` or `volcano`."""
 
     @classmethod
@@ -72,7 +72,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         recording, alerts, namespace = args.recording_groups, args.alert_groups, args.namespace
         super().__init__(self.TYPE, name, {
             "namespace": namespace, "recordingGroups": [g["name"] for g in recording],
-            "alertGroups": [g["name"] for g in alerts], "scheduler": args.scheduler}, opts)
+            "alertGroups": [g["name"] for g in alerts], "scheduler": args.scheduler or "kueue"}, opts)
         child = pulumi.ResourceOptions(parent=self)
         labels = dict(args.labels)
 
@@ -82,7 +82,7 @@ class GpuMonitoring(pulumi.ComponentResource):
 
         custom("recording-rules", "PrometheusRule", "gpu-platform-recording", {"groups": recording})
         custom("alerts", "PrometheusRule", "gpu-platform-alerts", {"groups": alerts})
-        kind = args.scheduler
+        kind = args.scheduler or "kueue"
         custom(f"{kind}-monitor", "ServiceMonitor", f"gpu-platform-{kind}", scheduler_monitor_spec(kind))
         dashboard_config_map(f"{name}-dashboard", args.dashboard, namespace, child)
         self.register_outputs({"namespace": namespace})

@@ -175,13 +175,13 @@ class KueueArgs:
     """ClusterQueue specs by team name; each team also gets a `default` LocalQueue in its namespace."""
     namespaces: dict[str, pulumi.Input[str]]
     """Each team's namespace name by team name (pass the Team component's namespace to order after it)."""
-    topologies: dict[str, Any] = field(default_factory=dict)
+    topologies: Optional[dict[str, Any]] = field(default_factory=dict)
     """Topology specs by name, for topology-aware scheduling; empty for none."""
-    cohort: bool = False
+    cohort: Optional[bool] = False
     """Create the shared Cohort the ClusterQueues lend and borrow quota in."""
-    team_groups: dict[str, list[str]] = field(default_factory=dict)
+    team_groups: Optional[dict[str, list[str]]] = field(default_factory=dict)
     """Groups bound to Kueue's batch-user role in each team's namespace, by team name."""
-    protect: bool = False
+    protect: Optional[bool] = False
     """Protect each team's queues and binding like its namespace."""
 
     @classmethod
@@ -235,7 +235,7 @@ class Kueue(pulumi.ComponentResource):
         for level in LEVELS.values():
             WorkloadPriorityClass(f"{name}-priority-{level.name}", level.name, level.value, level.description,
                                   opts=after)
-        for topology_name, spec in args.topologies.items():
+        for topology_name, spec in (args.topologies or {}).items():
             custom(f"topology-{topology_name}", "Topology", {"name": topology_name}, spec)
         for flavor, spec in args.flavors.items():
             custom(f"flavor-{flavor}", "ResourceFlavor", {"name": flavor}, spec)
@@ -246,7 +246,7 @@ class Kueue(pulumi.ComponentResource):
             custom(f"queue-{team}", "ClusterQueue", {"name": team}, spec, team_guard)
             custom(f"local-queue-{team}", "LocalQueue", {"name": LOCAL_QUEUE, "namespace": ns},
                    {"clusterQueue": team}, team_guard)
-            groups = args.team_groups.get(team)
+            groups = (args.team_groups or {}).get(team)
             if groups:
                 rbac.RoleBinding(
                     f"{name}-user-{team}",

@@ -54,17 +54,17 @@ class TeamArgs:
     """The team's priority level (low, normal, high): the highest PriorityClass its pods may use."""
     gpu_quota: dict[str, str]
     """ResourceQuota `hard` caps, e.g. {"requests.nvidia.com/gpu": "8"}."""
-    groups: list[str] = field(default_factory=list)
+    groups: Optional[list[str]] = field(default_factory=list)
     """Identity-provider groups bound to the built-in `edit` ClusterRole in the namespace."""
-    egress: str = "internet"
+    egress: Optional[str] = "internet"
     """What the team's pods may reach outside the cluster: `internet` or `none` (recorded; policies are below)."""
-    labels: dict[str, str] = field(default_factory=dict)
+    labels: Optional[dict[str, str]] = field(default_factory=dict)
     """Namespace labels: the team and priority labels queues select on, plus Pod Security labels."""
-    annotations: dict[str, str] = field(default_factory=dict)
+    annotations: Optional[dict[str, str]] = field(default_factory=dict)
     """Namespace annotations (e.g. Volcano's default queue); empty for none."""
-    network_policies: dict[str, Any] = field(default_factory=dict)
+    network_policies: Optional[dict[str, Any]] = field(default_factory=dict)
     """NetworkPolicy specs by object name, created in order."""
-    protect: bool = False
+    protect: Optional[bool] = False
     """Protect the namespace and its guards, so removing a team takes a deliberate unprotect."""
 
     @classmethod
@@ -84,12 +84,12 @@ class Team(pulumi.ComponentResource):
     def __init__(self, name: str, args: TeamArgs, opts: Optional[pulumi.ResourceOptions] = None):
         hard = dict(args.gpu_quota)
         super().__init__(self.TYPE, name, {
-            "team": args.team, "namespace": args.team, "priority": args.priority, "groups": list(args.groups),
-            "gpuQuota": hard, "egress": args.egress,
+            "team": args.team, "namespace": args.team, "priority": args.priority, "groups": list(args.groups or []),
+            "gpuQuota": hard, "egress": args.egress or "internet",
         }, opts)
         self.namespace = core.Namespace(
             f"{name}-namespace",
-            metadata=meta.ObjectMetaArgs(name=args.team, labels=dict(args.labels),
+            metadata=meta.ObjectMetaArgs(name=args.team, labels=dict(args.labels or {}),
                                          annotations=args.annotations or None),
             # Deleting a namespace deletes every workload in it: in production (and staging), removing a team takes
             # a deliberate unprotect.
@@ -117,7 +117,7 @@ class Team(pulumi.ComponentResource):
                         spec=core.LimitRangeSpecArgs(limits=[
                             core.LimitRangeItemArgs(type="Container", default_request=DEFAULT_REQUEST)]),
                         opts=child)
-        for policy, spec in args.network_policies.items():
+        for policy, spec in (args.network_policies or {}).items():
             networking.NetworkPolicy(f"{name}-{policy}", metadata=meta.ObjectMetaArgs(name=policy, namespace=ns),
                                      spec=spec, opts=child)
         if args.groups:
@@ -125,7 +125,7 @@ class Team(pulumi.ComponentResource):
                 f"{name}-edit",
                 metadata=meta.ObjectMetaArgs(name="team-edit", namespace=ns),
                 role_ref=rbac.RoleRefArgs(api_group=RBAC_GROUP, kind="ClusterRole", name="edit"),
-                subjects=[rbac.SubjectArgs(kind="Group", name=group, api_group=RBAC_GROUP) for group in args.groups],
+                subjects=[rbac.SubjectArgs(kind="Group", name=group, api_group=RBAC_GROUP) for group in args.groups or []],
                 opts=child,
             )
         self.register_outputs({"namespace": ns})
