@@ -6,13 +6,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pulumi.provider.experimental.component import ComponentProvider
+from pulumi.errors import InputPropertyError
 
 from components.clouds.base import GpuNodePoolArgs
 from components.gpu.operator import GpuOperatorArgs
 from components.observability.monitoring import GpuMonitoringArgs
-from components.provider import COMPONENTS, PACKAGE, hosted, schema
+from components.provider import COMPONENTS, PACKAGE, PACKAGE_VERSION, schema
 from components.scheduling.kueue import KueueArgs
-from components.tenancy.team import Team, TeamArgs
+from components.tenancy.team import TeamArgs
 from gpu_platform.engine.plan import run_program, validate_stack
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,21 +59,31 @@ def test_plugin_manifest_and_entry_point():
     assert "-e .." in (PACKAGE_DIR / "requirements.txt").read_text()
 
 
-def test_hosted_component_takes_the_providers_dict_of_inputs():
-    """The provider hands `args` over as a dict keyed by field name; the hosted class builds the Args from it."""
-    hosted_team = hosted(Team, TeamArgs)
+def test_package_constructs_a_component_from_engine_inputs():
+    """What the host does on `Construct`, minus gRPC: camelCase inputs mapped to the Args, defaults filled in."""
+    provider = ComponentProvider(COMPONENTS, PACKAGE, version=PACKAGE_VERSION)
+    constructed = []
 
     def program():
-        hosted_team("ml", {"team": "ml", "priority": "high", "gpu_quota": {"requests.nvidia.com/gpu": "4"}})
+        constructed.append(provider.construct("ml", f"{PACKAGE}:index:Team", {
+            "team": "ml", "priority": "high", "gpuQuota": {"requests.nvidia.com/gpu": "4"}}, None))
 
     registrations, _ = run_program("hosted", {}, program)
     by_name = {r.name: r for r in registrations}
     assert by_name["ml"].type == f"{PACKAGE}:index:Team"
     assert by_name["ml-gpu-quota"].inputs["spec"]["hard"] == {"requests.nvidia.com/gpu": "4"}
+    assert by_name["ml-namespace"].inputs["metadata"]["name"] == "ml"
     # Defaults filled in: internet egress, nothing protected, no RoleBinding without groups.
     assert by_name["ml"].inputs["egress"] == "internet"
     assert not any(r.protect for r in registrations)
     assert "ml-edit" not in by_name
+    assert len(constructed) == 1
+
+
+def test_package_refuses_a_component_without_its_required_inputs():
+    provider = ComponentProvider(COMPONENTS, PACKAGE, version=PACKAGE_VERSION)
+    with pytest.raises(InputPropertyError, match="gpuQuota"):
+        provider.map_inputs({"team": "ml", "priority": "high"}, provider._component_defs["Team"])
 
 
 def test_from_config_gives_what_the_stack_program_passes():
