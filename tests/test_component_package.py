@@ -127,3 +127,10 @@ def test_component_used_alone_in_a_users_program():
 def test_docs_show_the_tested_example():
     page = (ROOT / "docs" / "components.md").read_text()
     assert EXAMPLE.read_text().strip() in page
+
+
+def test_none_means_the_default_for_optional_fields():
+    args = TeamArgs(team="ml", priority="low", gpu_quota={}, groups=None, egress=None, protect=None)
+    assert (args.groups, args.egress, args.protect, args.network_policies) == ([], "internet", False, {})
+    assert GpuNodePoolArgs("a", "aws", "a", "p5.48xlarge", "H100", 8, 0, 2, "cloud", sharing_mode=None,
+                           taints=None).sharing_mode == "none"

@@ -5,6 +5,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.args import fill_defaults
 from components.clouds.labels import pool_labels, pool_taints
 from components.clouds.profiles import CloudProfile
 from components.config.capacity import mig_strategy, pool_units
@@ -50,6 +51,9 @@ class GpuNodePoolArgs:
     advertised: Optional[dict[str, int]] = field(default_factory=dict)
     """Extended resources one node advertises, e.g. {"nvidia.com/gpu": 8}."""
 
+    def __post_init__(self) -> None:
+        fill_defaults(self)
+
     @classmethod
     def from_config(cls, config: PlatformConfig, pool: GpuPool, profile: CloudProfile) -> "GpuNodePoolArgs":
         """The args a cloud's cluster component passes for one configured pool."""
@@ -73,8 +77,8 @@ class GpuNodePool(pulumi.ComponentResource):
     TYPE = "gpu-platform:cluster:GpuNodePool"
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        labels, advertised = dict(args.labels or {}), dict(args.advertised or {})
-        taints = tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in args.taints or [])
+        labels, advertised = dict(args.labels), dict(args.advertised)
+        taints = tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in args.taints)
         props = {
             "poolName": args.pool_name,
             "cloud": args.cloud,
@@ -84,9 +88,9 @@ class GpuNodePool(pulumi.ComponentResource):
             "gpusPerNode": args.gpus_per_node,
             "minNodes": args.min_nodes,
             "maxNodes": args.max_nodes,
-            "capacityType": args.capacity_type or "on-demand",
-            "workload": args.workload or "training",
-            "sharing": {"mode": args.sharing_mode or "none", "migConfig": args.mig_config, "replicas": args.replicas},
+            "capacityType": args.capacity_type,
+            "workload": args.workload,
+            "sharing": {"mode": args.sharing_mode, "migConfig": args.mig_config, "replicas": args.replicas},
             "driver": args.driver,
             "labels": labels,
             "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints],

@@ -6,6 +6,7 @@ import pulumi
 import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.helm.v3 as helm
 
+from components.args import fill_defaults
 from components.clouds.labels import pool_taints
 from components.clouds.profiles import CloudProfile, profile
 from components.config.capacity import mig_strategy
@@ -107,6 +108,9 @@ class GpuOperatorArgs:
     dcgm_metrics: Optional[str] = None
     """dcgm-exporter metrics CSV for its ConfigMap; None when DCGM is off."""
 
+    def __post_init__(self) -> None:
+        fill_defaults(self)
+
     @classmethod
     def from_config(cls, config: PlatformConfig) -> "GpuOperatorArgs":
         """The args the stack program passes: every value derived from the validated config and its cloud."""
@@ -137,7 +141,7 @@ class GpuOperator(pulumi.ComponentResource):
             "driverOwners": dict(args.driver_owners),
             "operands": dict(args.operands),
             "migStrategy": self.values.get("mig", {}).get("strategy", "none"),
-            "cloudNote": args.cloud_note or "",
+            "cloudNote": args.cloud_note,
         }, opts)
         child = pulumi.ResourceOptions(parent=self)
         namespace = core.Namespace(f"{name}-namespace", metadata={

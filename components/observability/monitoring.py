@@ -5,6 +5,7 @@ from typing import Any, Optional
 import pulumi
 from pulumi_kubernetes.apiextensions import CustomResource
 
+from components.args import fill_defaults
 from components.config.model import PlatformConfig
 from components.observability.dashboard import dashboard_config_map, dashboard_json
 from components.observability.prometheus import selector_labels
@@ -55,6 +56,9 @@ class GpuMonitoringArgs:
     scheduler: Optional[str] = "kueue"
     """Whose metrics to scrape: `kueue` or `volcano`."""
 
+    def __post_init__(self) -> None:
+        fill_defaults(self)
+
     @classmethod
     def from_config(cls, config: PlatformConfig, namespace: pulumi.Input[str]) -> "GpuMonitoringArgs":
         """The args the stack program passes: rules and dashboard for the config's pools, teams and scheduler."""
@@ -72,7 +76,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         recording, alerts, namespace = args.recording_groups, args.alert_groups, args.namespace
         super().__init__(self.TYPE, name, {
             "namespace": namespace, "recordingGroups": [g["name"] for g in recording],
-            "alertGroups": [g["name"] for g in alerts], "scheduler": args.scheduler or "kueue"}, opts)
+            "alertGroups": [g["name"] for g in alerts], "scheduler": args.scheduler}, opts)
         child = pulumi.ResourceOptions(parent=self)
         labels = dict(args.labels)
 
@@ -82,7 +86,7 @@ class GpuMonitoring(pulumi.ComponentResource):
 
         custom("recording-rules", "PrometheusRule", "gpu-platform-recording", {"groups": recording})
         custom("alerts", "PrometheusRule", "gpu-platform-alerts", {"groups": alerts})
-        kind = args.scheduler or "kueue"
+        kind = args.scheduler
         custom(f"{kind}-monitor", "ServiceMonitor", f"gpu-platform-{kind}", scheduler_monitor_spec(kind))
         dashboard_config_map(f"{name}-dashboard", args.dashboard, namespace, child)
         self.register_outputs({"namespace": namespace})

@@ -14,6 +14,7 @@ import yaml
 from pulumi_kubernetes.apiextensions import CustomResource
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs
 
+from components.args import fill_defaults
 from components.clouds.labels import POOL_LABEL, pool_taints
 from components.clouds.profiles import profile
 from components.config.model import GpuPool, PlatformConfig, Team
@@ -184,6 +185,9 @@ class KueueArgs:
     protect: Optional[bool] = False
     """Protect each team's queues and binding like its namespace."""
 
+    def __post_init__(self) -> None:
+        fill_defaults(self)
+
     @classmethod
     def from_config(cls, config: PlatformConfig, namespaces: dict[str, pulumi.Input[str]]) -> "KueueArgs":
         """The args the stack program passes: queue specs from the validated config, namespaces from the teams."""
@@ -235,7 +239,7 @@ class Kueue(pulumi.ComponentResource):
         for level in LEVELS.values():
             WorkloadPriorityClass(f"{name}-priority-{level.name}", level.name, level.value, level.description,
                                   opts=after)
-        for topology_name, spec in (args.topologies or {}).items():
+        for topology_name, spec in args.topologies.items():
             custom(f"topology-{topology_name}", "Topology", {"name": topology_name}, spec)
         for flavor, spec in args.flavors.items():
             custom(f"flavor-{flavor}", "ResourceFlavor", {"name": flavor}, spec)
@@ -246,7 +250,7 @@ class Kueue(pulumi.ComponentResource):
             custom(f"queue-{team}", "ClusterQueue", {"name": team}, spec, team_guard)
             custom(f"local-queue-{team}", "LocalQueue", {"name": LOCAL_QUEUE, "namespace": ns},
                    {"clusterQueue": team}, team_guard)
-            groups = (args.team_groups or {}).get(team)
+            groups = args.team_groups.get(team)
             if groups:
                 rbac.RoleBinding(
                     f"{name}-user-{team}",

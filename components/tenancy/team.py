@@ -15,6 +15,7 @@ import pulumi_kubernetes.meta.v1 as meta
 import pulumi_kubernetes.networking.v1 as networking
 import pulumi_kubernetes.rbac.v1 as rbac
 
+from components.args import fill_defaults
 from components.clouds.labels import LABEL_PREFIX
 from components.config.model import PlatformConfig, Team as TeamConfig
 from components.observability.reclaimer.job import RECLAIM_ENABLED, RECLAIM_LABEL
@@ -67,6 +68,9 @@ class TeamArgs:
     protect: Optional[bool] = False
     """Protect the namespace and its guards, so removing a team takes a deliberate unprotect."""
 
+    def __post_init__(self) -> None:
+        fill_defaults(self)
+
     @classmethod
     def from_config(cls, config: PlatformConfig, team: TeamConfig, annotations: dict[str, str]) -> "TeamArgs":
         """The args the stack program passes for one configured team."""
@@ -84,12 +88,12 @@ class Team(pulumi.ComponentResource):
     def __init__(self, name: str, args: TeamArgs, opts: Optional[pulumi.ResourceOptions] = None):
         hard = dict(args.gpu_quota)
         super().__init__(self.TYPE, name, {
-            "team": args.team, "namespace": args.team, "priority": args.priority, "groups": list(args.groups or []),
-            "gpuQuota": hard, "egress": args.egress or "internet",
+            "team": args.team, "namespace": args.team, "priority": args.priority, "groups": list(args.groups),
+            "gpuQuota": hard, "egress": args.egress,
         }, opts)
         self.namespace = core.Namespace(
             f"{name}-namespace",
-            metadata=meta.ObjectMetaArgs(name=args.team, labels=dict(args.labels or {}),
+            metadata=meta.ObjectMetaArgs(name=args.team, labels=dict(args.labels),
                                          annotations=args.annotations or None),
             # Deleting a namespace deletes every workload in it: in production (and staging), removing a team takes
             # a deliberate unprotect.
@@ -117,7 +121,7 @@ class Team(pulumi.ComponentResource):
                         spec=core.LimitRangeSpecArgs(limits=[
                             core.LimitRangeItemArgs(type="Container", default_request=DEFAULT_REQUEST)]),
                         opts=child)
-        for policy, spec in (args.network_policies or {}).items():
+        for policy, spec in args.network_policies.items():
             networking.NetworkPolicy(f"{name}-{policy}", metadata=meta.ObjectMetaArgs(name=policy, namespace=ns),
                                      spec=spec, opts=child)
         if args.groups:
@@ -125,7 +129,7 @@ class Team(pulumi.ComponentResource):
                 f"{name}-edit",
                 metadata=meta.ObjectMetaArgs(name="team-edit", namespace=ns),
                 role_ref=rbac.RoleRefArgs(api_group=RBAC_GROUP, kind="ClusterRole", name="edit"),
-                subjects=[rbac.SubjectArgs(kind="Group", name=group, api_group=RBAC_GROUP) for group in args.groups or []],
+                subjects=[rbac.SubjectArgs(kind="Group", name=group, api_group=RBAC_GROUP) for group in args.groups],
                 opts=child,
             )
         self.register_outputs({"namespace": ns})
