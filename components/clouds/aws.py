@@ -12,7 +12,7 @@ import pulumi_aws.kms as kms
 
 from components.autoscaling.priorities import exact_pattern, expander_priorities
 from components.clouds import aws_iam, aws_network, aws_nodes
-from components.clouds.base import GpuNodePool, PlatformCluster
+from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.clouds.profiles import profile
 from components.config.model import PlatformConfig
 
@@ -111,11 +111,12 @@ class EksCluster(PlatformCluster):
         blocks = extras.get(PROFILE.reservations_key, {})
         for spec in config.gpu_pools:
             pool_name = f"{name}-{spec.name}"
-            pool = GpuNodePool(pool_name, config, spec, PROFILE, opts=pulumi.ResourceOptions(parent=self))
+            pool = GpuNodePool(pool_name, GpuNodePoolArgs.from_config(config, spec, PROFILE),
+                               opts=pulumi.ResourceOptions(parent=self))
             subnets = (network.zone_subnet(blocks[spec.name]["availabilityZone"]) if spec.capacity_type == "reserved"
                        else network.private_subnet_ids)
             group, asg_name = aws_nodes.gpu_node_group(
-                pool_name, pool, config, PROFILE, image_type, self.eks, node_role.arn, subnets,
+                pool_name, pool, spec, config, PROFILE, image_type, self.eks, node_role.arn, subnets,
                 pulumi.ResourceOptions(parent=pool, provider=self._aws, depends_on=node_grants))
             pool.finish({"nodeGroupName": group.node_group_name, "autoscalingGroupName": asg_name,
                          "amiType": image_type})

@@ -12,7 +12,7 @@ from components.clouds.base import GpuNodePool
 from components.clouds.labels import LABEL_PREFIX
 from components.clouds.profiles import CloudProfile, GpuImage
 from components.config.capacity import GPU_RESOURCE
-from components.config.model import PlatformConfig, Taint
+from components.config.model import GpuPool, PlatformConfig, Taint
 
 GPU_NODE_GROUP_PREFIX = "gpu-"  # keeps GPU node groups apart from "system" whatever the pools are called
 SYSTEM_NODE_GROUP = "system"
@@ -48,7 +48,7 @@ def gpu_node_labels(pool: GpuNodePool, image: GpuImage, profile: CloudProfile) -
     """
     labels = {**pool.labels, **image.labels}
     if profile.autoscaler_gpu_label and GPU_RESOURCE in pool.advertised:
-        labels[profile.autoscaler_gpu_label] = f"nvidia-{pool.pool.instance.gpu.name.lower()}"
+        labels[profile.autoscaler_gpu_label] = f"nvidia-{pool.args.gpu_model.lower()}"
     return dict(sorted(labels.items()))
 
 
@@ -89,7 +89,7 @@ def gpu_launch_template(name: str, pool: GpuNodePool, image: GpuImage, reservati
         "volume_size": GPU_DISK_GIB, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"}}
     block: dict[str, Any] = {}
     if reservation_id:
-        block = {"instance_type": pool.pool.instance_type, "instance_market_options": {"market_type": "capacity-block"},
+        block = {"instance_type": pool.args.instance_type, "instance_market_options": {"market_type": "capacity-block"},
                  "capacity_reservation_specification": {
                      "capacity_reservation_target": {"capacity_reservation_id": reservation_id}}}
     return ec2.LaunchTemplate(
@@ -100,11 +100,10 @@ def gpu_launch_template(name: str, pool: GpuNodePool, image: GpuImage, reservati
             aliases=[pulumi.Alias(name=f"{name}-capacity-block")] if reservation_id else None)))
 
 
-def gpu_node_group(name: str, pool: GpuNodePool, config: PlatformConfig, profile: CloudProfile, image_type: str,
-                   cluster: eks.Cluster, node_role_arn: pulumi.Input[str], subnet_ids: Any,
+def gpu_node_group(name: str, pool: GpuNodePool, spec: GpuPool, config: PlatformConfig, profile: CloudProfile,
+                   image_type: str, cluster: eks.Cluster, node_role_arn: pulumi.Input[str], subnet_ids: Any,
                    opts: pulumi.ResourceOptions) -> tuple[eks.NodeGroup, pulumi.Output[str]]:
     """One GPU pool's managed node group and its node-template tags; returns the group and its ASG name."""
-    spec = pool.pool
     image = profile.gpu_images[image_type]
     labels = gpu_node_labels(pool, image, profile)
     capacity_type = profile.capacity_types[spec.capacity_type]

@@ -12,7 +12,7 @@ import pulumi_azure_native.resources as resources
 
 from components.autoscaling.priorities import expander_priorities
 from components.clouds.azure_kubeconfig import kubeconfig_from_credentials
-from components.clouds.base import GpuNodePool, PlatformCluster
+from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.clouds.profiles import AKS_POD_CIDR, AKS_SERVICE_CIDR, CloudProfile, profile
 from components.config.model import GpuPool, PlatformConfig, Taint
 
@@ -178,7 +178,8 @@ class AksCluster(PlatformCluster):
                   managed: containerservice.ManagedCluster, group_name: pulumi.Input[str],
                   subnet_id: pulumi.Input[str], zones: list[str] | None) -> GpuNodePool:
         pool_name = f"{name}-{pool.name}"
-        node_pool = GpuNodePool(pool_name, config, pool, prof, opts=pulumi.ResourceOptions(parent=self))
+        node_pool = GpuNodePool(pool_name, GpuNodePoolArgs.from_config(config, pool, prof),
+                                opts=pulumi.ResourceOptions(parent=self))
         # spotMaxPrice -1: pay up to the on-demand price, so nodes are evicted for capacity only, never for price.
         spot = {"scale_set_priority": "Spot", "scale_set_eviction_policy": "Delete",
                 "spot_max_price": -1} if pool.capacity_type == "spot" else {}

@@ -9,7 +9,7 @@ import pulumi_gcp.projects as projects
 import pulumi_gcp.serviceaccount as serviceaccount
 import yaml
 
-from components.clouds.base import GpuNodePool, PlatformCluster
+from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.clouds.profiles import CloudProfile, profile
 from components.clouds.zonal import initial_per_zone
 from components.config.model import Cluster, GpuPool, PlatformConfig
@@ -211,7 +211,8 @@ class GkeCluster(PlatformCluster):
                   gke: container.Cluster, project: str, zones: list[str],
                   nodes_ready: list[pulumi.Resource]) -> GpuNodePool:
         pool_name = f"{name}-{pool.name}"
-        node_pool = GpuNodePool(pool_name, config, pool, prof, opts=pulumi.ResourceOptions(parent=self))
+        node_pool = GpuNodePool(pool_name, GpuNodePoolArgs.from_config(config, pool, prof),
+                                opts=pulumi.ResourceOptions(parent=self))
         labels = dict(node_pool.labels)
         if pool.driver == "operator":
             labels.update(prof.operator_driver_labels)

@@ -11,7 +11,7 @@ import yaml
 from components.autoscaling.priorities import exact_pattern, expander_priorities
 from components.autoscaling.values import NAMESPACE as AUTOSCALER_NAMESPACE
 from components.autoscaling.values import SERVICE_ACCOUNT as AUTOSCALER_SERVICE_ACCOUNT
-from components.clouds.base import GpuNodePool, PlatformCluster
+from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.clouds.oci_network import OkeNetwork
 from components.clouds.oci_nodes import GPU_BOOT_VOLUME_GB, SYSTEM_SHAPE_CONFIG, node_pool, register_with_taints
 from components.clouds.profiles import profile
@@ -85,7 +85,8 @@ class OkeCluster(PlatformCluster):
         self.pools = {}
         self._node_pools: dict[str, ce.NodePool] = {}
         for pool in config.gpu_pools:
-            gpu_pool = GpuNodePool(f"{name}-{pool.cloud_name}", config, pool, prof, opts=child)
+            gpu_pool = GpuNodePool(f"{name}-{pool.cloud_name}", GpuNodePoolArgs.from_config(config, pool, prof),
+                                   opts=child)
             nodes = node_pool(
                 f"{name}-{pool.cloud_name}-np", pool.cloud_name, shape=pool.instance_type,
                 # The GPU image carries the driver; an operator-owned pool boots the plain image so the GPU

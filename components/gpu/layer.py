@@ -7,7 +7,7 @@ from components.clouds.labels import pool_labels
 from components.config.capacity import mig_strategy, pool_units
 from components.config.model import PlatformConfig
 from components.context import Context
-from components.gpu.operator import GpuOperator
+from components.gpu.operator import GpuOperator, GpuOperatorArgs
 
 
 def gpu_resources(config: PlatformConfig) -> dict[str, dict[str, int]]:
@@ -25,7 +25,7 @@ def gpu_resources_at_max(config: PlatformConfig) -> dict[str, dict[str, int]]:
 def install(ctx: Context) -> None:
     """Install the GPU Operator the same way on created and adopted clusters: it reads the config, not the pools."""
     config = ctx.config
-    operator = GpuOperator("gpu-operator", config, opts=ctx.k8s_opts())
+    operator = GpuOperator("gpu-operator", GpuOperatorArgs.from_config(config), opts=ctx.k8s_opts())
     ctx.handles["gpu-operator"] = operator
     exports: dict[str, Any] = {
         "gpuResources": gpu_resources(config),

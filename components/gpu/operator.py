@@ -1,12 +1,12 @@
 """The NVIDIA GPU Operator: its namespace, ConfigMaps and Helm release, with values computed from config and cloud."""
-from __future__ import annotations
-
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.helm.v3 as helm
 
+from components.args import fill_defaults
 from components.clouds.labels import pool_taints
 from components.clouds.profiles import CloudProfile, profile
 from components.config.capacity import mig_strategy
@@ -89,23 +89,59 @@ def operator_values(config: PlatformConfig, prof: CloudProfile) -> dict[str, Any
     return values
 
 
+@dataclass
+class GpuOperatorArgs:
+    """What the GPU Operator install needs: chart values and the few objects created beside the release."""
+
+    values: dict[str, Any]
+    """The gpu-operator chart values (operator_values() computes them from a stack config)."""
+    driver_owners: dict[str, str]
+    """Who installs the NVIDIA driver on each GPU pool: `operator`, `cloud` or `image`, by pool name."""
+    operands: dict[str, bool]
+    """Which operands the operator runs: driver, toolkit, devicePlugin, migManager, dcgmExporter."""
+    cloud_note: Optional[str] = ""
+    """One line on how this cloud's GPU nodes differ (recorded on the component, shown by the plan)."""
+    critical_pods_quota: Optional[bool] = False
+    """Create the ResourceQuota GKE needs before it admits system-critical pods outside kube-system."""
+    mig_config: Optional[str] = None
+    """mig-parted config YAML for the mig-manager's ConfigMap; None when no pool uses MIG."""
+    dcgm_metrics: Optional[str] = None
+    """dcgm-exporter metrics CSV for its ConfigMap; None when DCGM is off."""
+
+    def __post_init__(self) -> None:
+        fill_defaults(self)
+
+    @classmethod
+    def from_config(cls, config: PlatformConfig) -> "GpuOperatorArgs":
+        """The args the stack program passes: every value derived from the validated config and its cloud."""
+        prof = profile(config.cloud)
+        ops = operands(config)
+        return cls(
+            values=operator_values(config, prof),
+            driver_owners={p.name: p.driver for p in config.gpu_pools},
+            operands={"driver": ops.driver, "toolkit": ops.toolkit, "devicePlugin": ops.device_plugin,
+                      "migManager": ops.mig_manager, "dcgmExporter": config.observability.dcgm},
+            cloud_note=prof.operator_note,
+            critical_pods_quota=prof.critical_pods_need_quota,
+            mig_config=mig_parted_config(config) if ops.mig_manager else None,
+            dcgm_metrics=metrics_csv() if config.observability.dcgm else None,
+        )
+
+
 class GpuOperator(pulumi.ComponentResource):
     """The NVIDIA GPU Operator in `gpu-operator`, owning exactly the operands the pools' driver owners leave to it."""
 
     TYPE = "gpu-platform:gpu:GpuOperator"
 
-    def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
-        prof = profile(config.cloud)
-        ops = operands(config)
-        self.values = operator_values(config, prof)
+    def __init__(self, name: str, args: GpuOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        self.values = args.values
         super().__init__(self.TYPE, name, {
             "chartVersion": CHART_VERSION,
             "namespace": NAMESPACE,
-            "driverOwners": {p.name: p.driver for p in config.gpu_pools},
-            "operands": {"driver": ops.driver, "toolkit": ops.toolkit, "devicePlugin": ops.device_plugin,
-                         "migManager": ops.mig_manager, "dcgmExporter": config.observability.dcgm},
-            "migStrategy": self.values["mig"]["strategy"],
-            "cloudNote": prof.operator_note,
+            "driverOwners": dict(args.driver_owners),
+            "operands": dict(args.operands),
+            "migStrategy": self.values.get("mig", {}).get("strategy", "none"),
+            "cloudNote": args.cloud_note,
         }, opts)
         child = pulumi.ResourceOptions(parent=self)
         namespace = core.Namespace(f"{name}-namespace", metadata={
@@ -115,7 +151,7 @@ class GpuOperator(pulumi.ComponentResource):
         }, opts=child)
         ns = namespace.metadata.name
         before_release: list[pulumi.Resource] = [namespace]
-        if prof.critical_pods_need_quota:
+        if args.critical_pods_quota:
             # GKE admits system-node-critical/system-cluster-critical pods outside kube-system only up to a
             # ResourceQuota scoped to those classes; without it every operand pod is rejected.
             before_release.append(core.ResourceQuota(f"{name}-critical-pods", metadata={
@@ -125,14 +161,14 @@ class GpuOperator(pulumi.ComponentResource):
                 "scopeSelector": {"matchExpressions": [
                     {"scopeName": "PriorityClass", "operator": "In", "values": list(CRITICAL_PRIORITY_CLASSES)}]},
             }, opts=child))
-        if ops.mig_manager:
+        if args.mig_config is not None:
             before_release.append(core.ConfigMap(f"{name}-mig-config", metadata={
                 "name": MIG_CONFIGMAP, "namespace": ns,
-            }, data={MIG_CONFIG_KEY: mig_parted_config(config)}, opts=child))
-        if config.observability.dcgm:
+            }, data={MIG_CONFIG_KEY: args.mig_config}, opts=child))
+        if args.dcgm_metrics is not None:
             before_release.append(core.ConfigMap(f"{name}-dcgm-metrics", metadata={
                 "name": DCGM_CONFIGMAP, "namespace": ns,
-            }, data={DCGM_CSV_KEY: metrics_csv()}, opts=child))
+            }, data={DCGM_CSV_KEY: args.dcgm_metrics}, opts=child))
         self.release = helm.Release(f"{name}-release", helm.ReleaseArgs(
             name=CHART,
             chart=CHART,

@@ -156,13 +156,18 @@ def expressions(model: dict[str, Any]) -> list[str]:
     return [t["expr"] for p in model["panels"] for t in p.get("targets", [])]
 
 
-def dashboard_config_map(name: str, config: PlatformConfig, namespace: str,
+def dashboard_json(config: PlatformConfig) -> str:
+    """The dashboard model as the file Grafana loads."""
+    return json.dumps(dashboard(config), indent=1, sort_keys=True)
+
+
+def dashboard_config_map(name: str, dashboard_file: str, namespace: pulumi.Input[str],
                          opts: pulumi.ResourceOptions) -> core.ConfigMap:
     """The ConfigMap Grafana's dashboard sidecar loads (it watches for the grafana_dashboard label)."""
     label, value = GRAFANA_DASHBOARD_LABEL
     return core.ConfigMap(
         name,
         metadata=meta.ObjectMetaArgs(name="gpu-platform-dashboard", namespace=namespace, labels={label: value}),
-        data={FILE: json.dumps(dashboard(config), indent=1, sort_keys=True)},
+        data={FILE: dashboard_file},
         opts=opts,
     )

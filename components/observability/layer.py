@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from components.context import Context
-from components.observability.monitoring import GpuMonitoring
+from components.observability.monitoring import GpuMonitoring, GpuMonitoringArgs
 from components.observability.prometheus import Prometheus
 from components.observability.reclaimer.component import Reclaimer
 
@@ -14,7 +14,7 @@ def install(ctx: Context) -> None:
     prometheus = Prometheus("prometheus", config, opts=ctx.k8s_opts())
     ctx.handles["prometheus"] = prometheus.ready
     # The monitoring CRDs come with the release; the scheduler's metrics service with its chart.
-    GpuMonitoring("gpu-monitoring", config, prometheus.namespace,
+    GpuMonitoring("gpu-monitoring", GpuMonitoringArgs.from_config(config, prometheus.namespace),
                   opts=ctx.k8s_opts("prometheus", config.scheduler.kind))
     if obs.reclaim.enabled:
         namespaces = {t.name: ctx.handles[f"namespace/{t.name}"] for t in config.teams}

@@ -1,13 +1,13 @@
 """What the platform asks of Prometheus and Grafana: rule objects, the scheduler's scrape target, the dashboard."""
-from __future__ import annotations
-
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import pulumi
 from pulumi_kubernetes.apiextensions import CustomResource
 
+from components.args import fill_defaults
 from components.config.model import PlatformConfig
-from components.observability.dashboard import dashboard_config_map
+from components.observability.dashboard import dashboard_config_map, dashboard_json
 from components.observability.prometheus import selector_labels
 from components.observability.rules import alert_groups, recording_groups
 
@@ -39,18 +39,46 @@ def scheduler_monitor_spec(kind: str) -> dict[str, Any]:
     }
 
 
+@dataclass
+class GpuMonitoringArgs:
+    """The GPU rules, scheduler scrape target and dashboard, for a Prometheus Operator install."""
+
+    namespace: pulumi.Input[str]
+    """Namespace of the Prometheus the objects are for (they are created there)."""
+    recording_groups: list[Any]
+    """PrometheusRule groups of recording rules (name, interval, rules)."""
+    alert_groups: list[Any]
+    """PrometheusRule groups of alerting rules (name, rules)."""
+    labels: dict[str, str]
+    """Labels Prometheus selects rules and monitors by, e.g. {"release": "kube-prometheus-stack"}."""
+    dashboard: str
+    """The Grafana dashboard JSON file, loaded by Grafana's dashboard sidecar."""
+    scheduler: Optional[str] = "kueue"
+    """Whose metrics to scrape: `kueue` or `volcano`."""
+
+    def __post_init__(self) -> None:
+        fill_defaults(self)
+
+    @classmethod
+    def from_config(cls, config: PlatformConfig, namespace: pulumi.Input[str]) -> "GpuMonitoringArgs":
+        """The args the stack program passes: rules and dashboard for the config's pools, teams and scheduler."""
+        return cls(namespace=namespace, recording_groups=recording_groups(config), alert_groups=alert_groups(config),
+                   labels={**selector_labels(config), **PART_OF}, dashboard=dashboard_json(config),
+                   scheduler=config.scheduler.kind)
+
+
 class GpuMonitoring(pulumi.ComponentResource):
     """PrometheusRules (recording, alerting), a ServiceMonitor for the scheduler, and the Grafana dashboard."""
 
     TYPE = "gpu-platform:observability:GpuMonitoring"
 
-    def __init__(self, name: str, config: PlatformConfig, namespace: str, opts: pulumi.ResourceOptions | None = None):
-        recording, alerts = recording_groups(config), alert_groups(config)
+    def __init__(self, name: str, args: GpuMonitoringArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        recording, alerts, namespace = args.recording_groups, args.alert_groups, args.namespace
         super().__init__(self.TYPE, name, {
             "namespace": namespace, "recordingGroups": [g["name"] for g in recording],
-            "alertGroups": [g["name"] for g in alerts], "scheduler": config.scheduler.kind}, opts)
+            "alertGroups": [g["name"] for g in alerts], "scheduler": args.scheduler}, opts)
         child = pulumi.ResourceOptions(parent=self)
-        labels = {**selector_labels(config), **PART_OF}
+        labels = dict(args.labels)
 
         def custom(suffix: str, kind: str, object_name: str, spec: dict[str, Any]) -> CustomResource:
             return CustomResource(f"{name}-{suffix}", api_version=API, kind=kind, spec=spec, opts=child,
@@ -58,7 +86,7 @@ class GpuMonitoring(pulumi.ComponentResource):
 
         custom("recording-rules", "PrometheusRule", "gpu-platform-recording", {"groups": recording})
         custom("alerts", "PrometheusRule", "gpu-platform-alerts", {"groups": alerts})
-        kind = config.scheduler.kind
+        kind = args.scheduler
         custom(f"{kind}-monitor", "ServiceMonitor", f"gpu-platform-{kind}", scheduler_monitor_spec(kind))
-        dashboard_config_map(f"{name}-dashboard", config, namespace, child)
+        dashboard_config_map(f"{name}-dashboard", args.dashboard, namespace, child)
         self.register_outputs({"namespace": namespace})

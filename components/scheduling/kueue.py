@@ -4,9 +4,8 @@ ClusterQueue plus a `default` LocalQueue per team, all in `kueue.x-k8s.io/v1beta
 Queues count only GPU resources: CPU, memory and storage are excluded from Kueue's quota check, so a GPU job is
 never blocked on a resource no queue declares, and a CPU-only job is admitted without pinning a GPU pool.
 """
-from __future__ import annotations
-
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes.meta.v1 as meta
@@ -15,6 +14,7 @@ import yaml
 from pulumi_kubernetes.apiextensions import CustomResource
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs
 
+from components.args import fill_defaults
 from components.clouds.labels import POOL_LABEL, pool_taints
 from components.clouds.profiles import profile
 from components.config.model import GpuPool, PlatformConfig, Team
@@ -158,10 +158,49 @@ class WorkloadPriorityClass(pulumi.CustomResource):
     """A Kueue WorkloadPriorityClass: its `value` sits beside metadata, where CustomResource (spec only) cannot."""
 
     def __init__(self, name: str, class_name: str, value: int, description: str,
-                 opts: pulumi.ResourceOptions | None = None):
+                 opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(f"kubernetes:{API}:WorkloadPriorityClass", name, {
             "apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": {"name": class_name},
             "value": value, "description": description}, opts)
+
+
+@dataclass
+class KueueArgs:
+    """Kueue's manager configuration and the queue objects of every GPU pool and team."""
+
+    manager_config: dict[str, Any]
+    """The controller's Configuration (kueue.x-k8s.io/v1beta2), written into the chart's managerConfig."""
+    flavors: dict[str, Any]
+    """ResourceFlavor specs by name (one per GPU pool)."""
+    cluster_queues: dict[str, Any]
+    """ClusterQueue specs by team name; each team also gets a `default` LocalQueue in its namespace."""
+    namespaces: dict[str, pulumi.Input[str]]
+    """Each team's namespace name by team name (pass the Team component's namespace to order after it)."""
+    topologies: Optional[dict[str, Any]] = field(default_factory=dict)
+    """Topology specs by name, for topology-aware scheduling; empty for none."""
+    cohort: Optional[bool] = False
+    """Create the shared Cohort the ClusterQueues lend and borrow quota in."""
+    team_groups: Optional[dict[str, list[str]]] = field(default_factory=dict)
+    """Groups bound to Kueue's batch-user role in each team's namespace, by team name."""
+    protect: Optional[bool] = False
+    """Protect each team's queues and binding like its namespace."""
+
+    def __post_init__(self) -> None:
+        fill_defaults(self)
+
+    @classmethod
+    def from_config(cls, config: PlatformConfig, namespaces: dict[str, pulumi.Input[str]]) -> "KueueArgs":
+        """The args the stack program passes: queue specs from the validated config, namespaces from the teams."""
+        return cls(
+            manager_config=manager_config(config),
+            flavors={pool.name: flavor_spec(config, pool) for pool in config.gpu_pools},
+            cluster_queues={team.name: cluster_queue_spec(config, team) for team in config.teams},
+            namespaces=namespaces,
+            topologies={name: topology.topology_spec(levels) for name, levels in topology.topologies(config).items()},
+            cohort=has_cohort(config),
+            team_groups={team.name: list(team.groups) for team in config.teams if team.groups},
+            protect=config.protected,
+        )
 
 
 class Kueue(pulumi.ComponentResource):
@@ -169,11 +208,10 @@ class Kueue(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:scheduling:Kueue"
 
-    def __init__(self, name: str, config: PlatformConfig, namespaces: dict[str, pulumi.Output[str]],
-                 opts: pulumi.ResourceOptions | None = None):
-        conf = manager_config(config)
+    def __init__(self, name: str, args: KueueArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        conf = args.manager_config
         super().__init__(self.TYPE, name, {"chart": CHART, "version": VERSION, "namespace": NAMESPACE,
-                                           "teams": [t.name for t in config.teams]}, opts)
+                                           "teams": list(args.cluster_queues)}, opts)
         self.release = Release(
             f"{name}-release",
             ReleaseArgs(
@@ -191,7 +229,7 @@ class Kueue(pulumi.ComponentResource):
         after = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
 
         # A team's queues and binding are protected like its namespace (tenancy/team.py says why).
-        team_guard = pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(protect=config.protected))
+        team_guard = pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(protect=args.protect))
 
         def custom(suffix: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any],
                    opts: pulumi.ResourceOptions = after) -> CustomResource:
@@ -201,24 +239,24 @@ class Kueue(pulumi.ComponentResource):
         for level in LEVELS.values():
             WorkloadPriorityClass(f"{name}-priority-{level.name}", level.name, level.value, level.description,
                                   opts=after)
-        for topology_name, levels in topology.topologies(config).items():
-            custom(f"topology-{topology_name}", "Topology", {"name": topology_name}, topology.topology_spec(levels))
-        for pool in config.gpu_pools:
-            custom(f"flavor-{pool.name}", "ResourceFlavor", {"name": pool.name}, flavor_spec(config, pool))
-        if has_cohort(config):
+        for topology_name, spec in args.topologies.items():
+            custom(f"topology-{topology_name}", "Topology", {"name": topology_name}, spec)
+        for flavor, spec in args.flavors.items():
+            custom(f"flavor-{flavor}", "ResourceFlavor", {"name": flavor}, spec)
+        if args.cohort:
             custom("cohort", "Cohort", {"name": COHORT}, {})
-        for team in config.teams:
-            ns = namespaces[team.name]
-            custom(f"queue-{team.name}", "ClusterQueue", {"name": team.name}, cluster_queue_spec(config, team),
-                   team_guard)
-            custom(f"local-queue-{team.name}", "LocalQueue", {"name": LOCAL_QUEUE, "namespace": ns},
-                   {"clusterQueue": team.name}, team_guard)
-            if team.groups:
+        for team, spec in args.cluster_queues.items():
+            ns = args.namespaces[team]
+            custom(f"queue-{team}", "ClusterQueue", {"name": team}, spec, team_guard)
+            custom(f"local-queue-{team}", "LocalQueue", {"name": LOCAL_QUEUE, "namespace": ns},
+                   {"clusterQueue": team}, team_guard)
+            groups = args.team_groups.get(team)
+            if groups:
                 rbac.RoleBinding(
-                    f"{name}-user-{team.name}",
+                    f"{name}-user-{team}",
                     metadata=meta.ObjectMetaArgs(name="kueue-batch-user", namespace=ns),
                     role_ref=rbac.RoleRefArgs(api_group=RBAC_GROUP, kind="ClusterRole", name=USER_ROLE),
-                    subjects=[rbac.SubjectArgs(kind="Group", name=g, api_group=RBAC_GROUP) for g in team.groups],
+                    subjects=[rbac.SubjectArgs(kind="Group", name=g, api_group=RBAC_GROUP) for g in groups],
                     opts=team_guard,
                 )
         self.register_outputs({"release": self.release.status})

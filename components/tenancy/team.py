@@ -6,7 +6,8 @@ but not change ResourceQuotas, LimitRanges and the Namespace object (so a team c
 another team's queue), and a RoleBinding cannot grant cluster-scoped objects such as PriorityClasses,
 ClusterQueues or Volcano Queues.
 """
-from __future__ import annotations
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes.core.v1 as core
@@ -14,6 +15,7 @@ import pulumi_kubernetes.meta.v1 as meta
 import pulumi_kubernetes.networking.v1 as networking
 import pulumi_kubernetes.rbac.v1 as rbac
 
+from components.args import fill_defaults
 from components.clouds.labels import LABEL_PREFIX
 from components.config.model import PlatformConfig, Team as TeamConfig
 from components.observability.reclaimer.job import RECLAIM_ENABLED, RECLAIM_LABEL
@@ -43,31 +45,64 @@ def quota_hard(config: PlatformConfig, team: TeamConfig) -> dict[str, str]:
     return {f"requests.{name}": str(amount) for name, amount in team_ceiling(config, team).items()}
 
 
+@dataclass
+class TeamArgs:
+    """One team's namespace, quota, priority ceiling, isolation and editors."""
+
+    team: str
+    """The team's name: also its namespace's name and its queue's name."""
+    priority: str
+    """The team's priority level (low, normal, high): the highest PriorityClass its pods may use."""
+    gpu_quota: dict[str, str]
+    """ResourceQuota `hard` caps, e.g. {"requests.nvidia.com/gpu": "8"}."""
+    groups: Optional[list[str]] = field(default_factory=list)
+    """Identity-provider groups bound to the built-in `edit` ClusterRole in the namespace."""
+    egress: Optional[str] = "internet"
+    """What the team's pods may reach outside the cluster: `internet` or `none` (recorded; policies are below)."""
+    labels: Optional[dict[str, str]] = field(default_factory=dict)
+    """Namespace labels: the team and priority labels queues select on, plus Pod Security labels."""
+    annotations: Optional[dict[str, str]] = field(default_factory=dict)
+    """Namespace annotations (e.g. Volcano's default queue); empty for none."""
+    network_policies: Optional[dict[str, Any]] = field(default_factory=dict)
+    """NetworkPolicy specs by object name, created in order."""
+    protect: Optional[bool] = False
+    """Protect the namespace and its guards, so removing a team takes a deliberate unprotect."""
+
+    def __post_init__(self) -> None:
+        fill_defaults(self)
+
+    @classmethod
+    def from_config(cls, config: PlatformConfig, team: TeamConfig, annotations: dict[str, str]) -> "TeamArgs":
+        """The args the stack program passes for one configured team."""
+        return cls(team=team.name, priority=team.priority, gpu_quota=quota_hard(config, team),
+                   groups=list(team.groups), egress=team.egress,
+                   labels={**namespace_labels(team), **team_pod_security(config)}, annotations=annotations,
+                   network_policies=network_policies(config, team), protect=config.protected)
+
+
 class Team(pulumi.ComponentResource):
     """A team's namespace with its GPU ResourceQuota, priority ceiling, LimitRange and RoleBinding."""
 
     TYPE = "gpu-platform:tenancy:Team"
 
-    def __init__(self, name: str, config: PlatformConfig, team: TeamConfig, annotations: dict[str, str],
-                 opts: pulumi.ResourceOptions | None = None):
-        hard = quota_hard(config, team)
+    def __init__(self, name: str, args: TeamArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        hard = dict(args.gpu_quota)
         super().__init__(self.TYPE, name, {
-            "team": team.name, "namespace": team.name, "priority": team.priority, "groups": list(team.groups),
-            "gpuQuota": hard, "egress": team.egress,
+            "team": args.team, "namespace": args.team, "priority": args.priority, "groups": list(args.groups),
+            "gpuQuota": hard, "egress": args.egress,
         }, opts)
         self.namespace = core.Namespace(
             f"{name}-namespace",
-            metadata=meta.ObjectMetaArgs(name=team.name,
-                                         labels={**namespace_labels(team), **team_pod_security(config)},
-                                         annotations=annotations or None),
+            metadata=meta.ObjectMetaArgs(name=args.team, labels=dict(args.labels),
+                                         annotations=args.annotations or None),
             # Deleting a namespace deletes every workload in it: in production (and staging), removing a team takes
             # a deliberate unprotect.
-            opts=pulumi.ResourceOptions(parent=self, protect=config.protected),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
         )
         ns = self.namespace.metadata.name
         # The guards are protected with the namespace: they are deleted before it (they depend on it), so a
         # refused namespace delete would otherwise leave its workloads running without quota, ceiling or defaults.
-        child = pulumi.ResourceOptions(parent=self, protect=config.protected)
+        child = pulumi.ResourceOptions(parent=self, protect=args.protect)
         core.ResourceQuota(f"{name}-gpu-quota", metadata=meta.ObjectMetaArgs(name="gpu-quota", namespace=ns),
                            spec=core.ResourceQuotaSpecArgs(hard=hard), opts=child)
         # Team priority is a ceiling: pods may not use the classes above it (or the system ones). Quota scopes only
@@ -78,7 +113,7 @@ class Team(pulumi.ComponentResource):
             spec=core.ResourceQuotaSpecArgs(
                 hard={"pods": "0"},
                 scope_selector=core.ScopeSelectorArgs(match_expressions=[core.ScopedResourceSelectorRequirementArgs(
-                    scope_name="PriorityClass", operator="In", values=forbidden_classes(team.priority))]),
+                    scope_name="PriorityClass", operator="In", values=forbidden_classes(args.priority))]),
             ),
             opts=child,
         )
@@ -86,15 +121,15 @@ class Team(pulumi.ComponentResource):
                         spec=core.LimitRangeSpecArgs(limits=[
                             core.LimitRangeItemArgs(type="Container", default_request=DEFAULT_REQUEST)]),
                         opts=child)
-        for policy, spec in network_policies(config, team).items():
+        for policy, spec in args.network_policies.items():
             networking.NetworkPolicy(f"{name}-{policy}", metadata=meta.ObjectMetaArgs(name=policy, namespace=ns),
                                      spec=spec, opts=child)
-        if team.groups:
+        if args.groups:
             rbac.RoleBinding(
                 f"{name}-edit",
                 metadata=meta.ObjectMetaArgs(name="team-edit", namespace=ns),
                 role_ref=rbac.RoleRefArgs(api_group=RBAC_GROUP, kind="ClusterRole", name="edit"),
-                subjects=[rbac.SubjectArgs(kind="Group", name=group, api_group=RBAC_GROUP) for group in team.groups],
+                subjects=[rbac.SubjectArgs(kind="Group", name=group, api_group=RBAC_GROUP) for group in args.groups],
                 opts=child,
             )
         self.register_outputs({"namespace": ns})
