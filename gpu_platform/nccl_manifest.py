@@ -13,12 +13,14 @@ from components.clouds.labels import POOL_LABEL, pool_taints
 from components.clouds.profiles import profile
 from components.config.model import GpuPool, PlatformConfig, Team
 from components.scheduling.kueue import LOCAL_QUEUE
+from components.scheduling.topology import pool_levels
 
 # AWS's EFA test image (aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests): CUDA, the EFA installer,
 # aws-ofi-nccl, NCCL, nccl-tests built with MPI, Open MPI and sshd. Pinned: `latest` moves.
 IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
 ALL_REDUCE_PERF = "/opt/nccl-tests/build/all_reduce_perf"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 SSH_PORT = 2222  # not 22: nothing else on the pod network expects it, and no privileged port is needed
 SSH_DIR = "/etc/nccl-ssh"
 # 8 bytes to 8 GiB, doubling: small sizes show latency, large ones bus bandwidth.
@@ -125,8 +127,12 @@ def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,
                # Headless, and published before the pods are ready, so rank 0 finds every rank by name.
                "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
                         "selector": {"batch.kubernetes.io/job-name": name}}}
+    levels = pool_levels(config, pool)
+    # On a TAS pool with network levels, ask for the narrowest block above the host: the number the test reports is
+    # then the fabric's best, not a spread across the data center.
+    annotations = {PREFERRED_TOPOLOGY: levels[-2]} if len(levels) > 1 else {}
     pod = {
-        "metadata": {"labels": labels},
+        "metadata": {"labels": labels, **({"annotations": annotations} if annotations else {})},
         "spec": {
             "subdomain": name, "restartPolicy": "Never",
             "nodeSelector": {POOL_LABEL: pool.name},

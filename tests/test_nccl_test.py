@@ -96,6 +96,17 @@ def test_spot_pool_tolerates_the_spot_taint_and_its_own():
                            ("example.com/lab", "yes", "NoExecute")}
 
 
+def test_topology_pool_prefers_its_narrowest_network_block(capsys):
+    plain = manifest(capsys, "aws-prod", "--pool", "h100-train")[2]["spec"]["template"]["metadata"]
+    assert "annotations" not in plain
+    config = validate_stack("aws-prod", config_overrides={
+        "gpu-platform:gpuPools": [{"name": "h100", "instanceType": "p5.48xlarge", "maxNodes": 4, "topology": True}],
+        "gpu-platform:teams": [{"name": "lab", "quotas": {"h100": 32}}]})[3]
+    job = nccl_manifest.manifest(config, config.gpu_pools[0], 2, config.teams[0], ("private", "public"))[2]
+    assert job["spec"]["template"]["metadata"]["annotations"] == {
+        "kueue.x-k8s.io/podset-preferred-topology": "topology.k8s.aws/network-node-layer-3"}
+
+
 def test_team_option_picks_namespace(capsys):
     objects = manifest(capsys, "aws-prod", "--pool", "h100-train", "--team", "applied")
     assert {o["metadata"]["namespace"] for o in objects} == {"applied"}
