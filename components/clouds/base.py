@@ -39,6 +39,7 @@ class GpuNodePool(pulumi.ComponentResource):
             "sharing": {"mode": pool.sharing.mode, "migConfig": pool.sharing.mig_config_name,
                         "replicas": pool.sharing.replicas},
             "driver": pool.driver,
+            "fabric": pool.fabric,
             "labels": labels,
             "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints],
             "advertised": advertised,
