@@ -10,7 +10,8 @@ from components.config import ConfigError
 from gpu_platform.engine.schema import ProviderSchemaError
 
 # Subcommands in help order; each module has `add_parser(subparsers)` and `run(args) -> int`.
-COMMANDS = ("validate", "catalog", "plan", "check", "simulate")
+# Module names; a command with a hyphen (`nccl-test`) lives in the module with an underscore.
+COMMANDS = ("validate", "catalog", "plan", "check", "simulate", "nccl_test")
 USAGE_ERROR = 2
 
 
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         module.add_parser(subparsers)
     args = parser.parse_args(argv)
     try:
-        return modules[args.command].run(args)
+        return modules[args.command.replace("-", "_")].run(args)
     except ConfigError as exc:
         print(exc.render(), file=sys.stderr)
         return USAGE_ERROR

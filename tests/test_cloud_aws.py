@@ -304,7 +304,10 @@ def test_one_nat_per_zone_in_production_one_in_development(prod, dev):
 
 
 def test_existing_subnets_create_no_network(existing):
-    assert not [r for r in existing.resources if r.type.startswith("aws:ec2/") and r.type != "aws:ec2/launchTemplate:LaunchTemplate"]
+    # Launch templates, and the EFA security group of the (auto-EFA) p5 block pool, are not network.
+    created = [r.name for r in existing.resources if r.type.startswith("aws:ec2/")
+               and r.type != "aws:ec2/launchTemplate:LaunchTemplate"]
+    assert created == ["ml-lab-h100-block-efa"]
     ids = ["subnet-0aaa", "subnet-0bbb", "subnet-0ccc"]
     assert one(existing, CLUSTER, "ml-lab-eks").inputs["vpcConfig"]["subnetIds"] == ids
     assert one(existing, NODE_GROUP, "ml-lab-system").inputs["subnetIds"] == ids

@@ -35,14 +35,14 @@ def test_an_instance_type_change_is_flagged_as_a_pool_replacement_and_exits_1(ol
     assert main(["plan", "aws-prod", "--file", stack, "--diff", str(old_plan)]) == 1
     out = capsys.readouterr().out
     lines = out.splitlines()
-    # The group, and its 10 Auto Scaling group tags (a tag is bound to one group: autoscalingGroupName forces new).
-    assert lines[0] == "diff: 0 to add, 0 to change, 11 to replace, 0 to delete"
+    # The group, and its 11 Auto Scaling group tags (a tag is bound to one group: autoscalingGroupName forces new).
+    assert lines[0] == "diff: 0 to add, 0 to change, 12 to replace, 0 to delete"
     assert ("  +- aws:eks/nodeGroup:NodeGroup  ml-prod-h100-train-nodegroup  REPLACE: instanceTypes  "
             "[pool h100-train]  [protected]") in lines
     assert ("  +- aws:autoscaling/tag:Tag  ml-prod-h100-train-asg-taint/nvidia.com/gpu  REPLACE: autoscalingGroupName "
             "follows replaced ml-prod-h100-train-nodegroup  [pool h100-train]") in lines
     assert "warning: replaces pool h100-train: aws:eks/nodeGroup:NodeGroup ml-prod-h100-train-nodegroup " \
-           "(instanceTypes), and 10 resources that follow it; its nodes and running pods go" in lines
+           "(instanceTypes), and 11 resources that follow it; its nodes and running pods go" in lines
     # Only the node group is protected; the tags are not, so no warning names them.
     protected = [line for line in lines if "is protected" in line]
     assert len(protected) == 1 and "ml-prod-h100-train-nodegroup is protected: `pulumi up` refuses to replace it " \
@@ -67,7 +67,7 @@ def test_diff_as_json(old_plan, tmp_path, capsys):
     assert {"urn": "urn:pulumi:aws-prod::gpu-platform::gpu-platform:cluster:GpuNodePool$aws:eks/nodeGroup:NodeGroup::"
                    "ml-prod-h100-train-nodegroup",
             "paths": ["instanceTypes"], "pool": "h100-train", "protected": True} in data["replace"]
-    assert len(data["replace"]) == 11 and data["add"] == data["delete"] == []
+    assert len(data["replace"]) == 12 and data["add"] == data["delete"] == []
     assert data["warnings"][0].startswith("replaces pool h100-train: ")
 
 

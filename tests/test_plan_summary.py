@@ -41,13 +41,13 @@ def test_summary_comes_first_then_the_tree(capsys, aws_prod):
 def test_every_gpu_pool_with_type_gpus_bounds_capacity_sharing_and_driver_owner(aws_prod):
     rows = section(render_summary(aws_prod), "GPU pools:")
     assert rows[0].split() == ["pool", "instance", "type", "GPUs", "per", "node", "nodes", "capacity", "sharing",
-                               "driver"]
+                               "driver", "fabric"]
     assert rows[1].split() == ["a100-infer", "p4de.24xlarge", "8", "x", "A100-80GB", "1-2", "on-demand", "mig",
-                               "all-1g.10gb", "cloud", "image"]
+                               "all-1g.10gb", "cloud", "image", "none"]
     assert rows[2].split() == ["h100-train", "p5.48xlarge", "8", "x", "H100-80GB", "0-4", "on-demand", "none",
-                               "cloud", "image"]
+                               "cloud", "image", "efa"]
     assert rows[3].split() == ["l4-notebooks", "g6.12xlarge", "4", "x", "L4", "0-4", "spot", "time-slicing", "x4",
-                               "cloud", "image"]
+                               "cloud", "image", "none"]
 
 
 def test_every_team_with_quota_and_queue(aws_prod):
@@ -65,7 +65,7 @@ def test_volcano_queues_and_operator_driver_owner_are_named():
                                          "driver": "operator"}],
               "gpu-platform:teams": [{"name": "research", "quotas": {"a100": 8}}]}
     pools = section(render_summary(plan_stack("gcp-dev", config_overrides=config)), "GPU pools:")
-    assert pools[1].split()[0] == "a100" and pools[1].rstrip().endswith("GPU Operator")
+    assert pools[1].split()[0] == "a100" and pools[1].rstrip().endswith("GPU Operator  none")
 
 
 def test_layer_counts_add_up_to_the_plan(aws_prod):

@@ -69,9 +69,10 @@ def test_adding_a_reserved_pool_in_a_fourth_zone_moves_no_subnet_and_replaces_no
     assert subnets["ml-prod-public-3"].inputs["cidrBlock"] == "10.40.216.0/21"
     groups = by_name(after, NODE_GROUP)
     assert groups["ml-prod-h100-block-nodegroup"].inputs["subnetIds"] == [mocks.fake_id(SUBNET, "ml-prod-private-3")]
-    # The cluster and every other pool stay on the three general subnets.
+    # The cluster and every other pool stay on the three general subnets (the EFA pool on the first alone).
     general = [mocks.fake_id(SUBNET, f"ml-prod-private-{i}") for i in range(3)]
-    assert groups["ml-prod-h100-train-nodegroup"].inputs["subnetIds"] == general
+    assert groups["ml-prod-a100-infer-nodegroup"].inputs["subnetIds"] == general
+    assert groups["ml-prod-h100-train-nodegroup"].inputs["subnetIds"] == general[:1]
     assert by_name(after, "aws:eks/cluster:Cluster")["ml-prod-eks"].inputs["vpcConfig"]["subnetIds"] == general
 
 
@@ -90,10 +91,12 @@ def test_moving_a_subnet_is_named_as_replacing_every_node_group_on_it(six_zones)
     after = plan_with("aws-prod", pin(["us-east-1a", "us-east-1b", "us-east-1d"]))
     replaced = {c.resource.name: c for c in diff_plans(before, after).of("replace")}
     assert replaced["ml-prod-private-2"].paths == ["availabilityZone"]
-    for group in ("ml-prod-system", "ml-prod-h100-train-nodegroup", "ml-prod-a100-infer-nodegroup"):
+    for group in ("ml-prod-system", "ml-prod-a100-infer-nodegroup"):
         assert replaced[group].paths == ["subnetIds"] and replaced[group].because_of == "ml-prod-private-2"
+    # The EFA pool lives in the first subnet only, which stays.
+    assert "ml-prod-h100-train-nodegroup" not in replaced
     warnings = diff_plans(before, after).warnings()
-    assert any(w.startswith("replaces pool h100-train: aws:eks/nodeGroup:NodeGroup") for w in warnings)
+    assert any(w.startswith("replaces pool a100-infer: aws:eks/nodeGroup:NodeGroup") for w in warnings)
 
 
 def test_pinned_zones_are_validated():

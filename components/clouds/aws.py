@@ -114,6 +114,8 @@ class EksCluster(PlatformCluster):
             pool = GpuNodePool(pool_name, GpuNodePoolArgs.from_config(config, spec, PROFILE),
                                opts=pulumi.ResourceOptions(parent=self))
             subnets = (network.zone_subnet(blocks[spec.name]["availabilityZone"]) if spec.capacity_type == "reserved"
+                       # EFA works within one subnet and a cluster placement group within one AZ: the first one.
+                       else network.private_subnet_ids[:1] if spec.fabric == "efa"
                        else network.private_subnet_ids)
             group, asg_name = aws_nodes.gpu_node_group(
                 pool_name, pool, spec, config, PROFILE, image_type, self.eks, node_role.arn, subnets,

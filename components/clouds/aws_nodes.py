@@ -8,6 +8,7 @@ import pulumi_aws.autoscaling as autoscaling
 import pulumi_aws.ec2 as ec2
 import pulumi_aws.eks as eks
 
+from components.clouds import aws_fabric
 from components.clouds.base import GpuNodePool
 from components.clouds.labels import LABEL_PREFIX
 from components.clouds.profiles import CloudProfile, GpuImage
@@ -82,9 +83,10 @@ def template_ref(template: ec2.LaunchTemplate) -> dict[str, Any]:
 
 
 def gpu_launch_template(name: str, pool: GpuNodePool, image: GpuImage, reservation_id: str | None,
-                        opts: pulumi.ResourceOptions) -> ec2.LaunchTemplate:
-    """A GPU pool's launch template: metadata locked down, room for CUDA images and, for a Capacity Block, the
-    block's instance type and reservation (a CAPACITY_BLOCK node group launches only through such a template)."""
+                        fabric: dict[str, Any], opts: pulumi.ResourceOptions) -> ec2.LaunchTemplate:
+    """A GPU pool's launch template: metadata locked down, room for CUDA images, the pool's EFA interfaces and
+    placement (`fabric`, aws_fabric) and, for a Capacity Block, the block's instance type and reservation (a
+    CAPACITY_BLOCK node group launches only through such a template)."""
     disk = {"device_name": image.image_volume, "ebs": {
         "volume_size": GPU_DISK_GIB, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"}}
     block: dict[str, Any] = {}
@@ -93,7 +95,7 @@ def gpu_launch_template(name: str, pool: GpuNodePool, image: GpuImage, reservati
                  "capacity_reservation_specification": {
                      "capacity_reservation_target": {"capacity_reservation_id": reservation_id}}}
     return ec2.LaunchTemplate(
-        f"{name}-launch-template", metadata_options=METADATA_OPTIONS, block_device_mappings=[disk], **block,
+        f"{name}-launch-template", metadata_options=METADATA_OPTIONS, block_device_mappings=[disk], **block, **fabric,
         # Capacity Block templates existed under this name before every pool had one; the alias keeps their node
         # groups on the same template (a new one would replace the group).
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
@@ -109,12 +111,14 @@ def gpu_node_group(name: str, pool: GpuNodePool, spec: GpuPool, config: Platform
     capacity_type = profile.capacity_types[spec.capacity_type]
     reservation_id = (config.cluster.extras[profile.reservations_key][spec.name]["reservationId"]
                       if spec.capacity_type == "reserved" else None)
-    template = gpu_launch_template(name, pool, image, reservation_id, opts)
+    fabric = (aws_fabric.efa_launch_settings(name, spec, cluster, reservation_id is not None, opts)
+              if spec.fabric == "efa" else {})
+    template = gpu_launch_template(name, pool, image, reservation_id, fabric, opts)
     # A Capacity Block's template names the instance type; EKS rejects it on the group as well.
     placement = {} if reservation_id else {"instance_types": [spec.instance_type]}
     tags = {f"{TAG_PREFIX}pool": spec.name}
     if spec.instance.interconnect:
-        # Recorded only: EFA interfaces need a launch template with EFA network interfaces, not created yet.
+        # What the type offers, attached or not (gpuPools[].fabric decides).
         tags[f"{TAG_PREFIX}interconnect"] = spec.instance.interconnect
     group = eks.NodeGroup(
         f"{name}-nodegroup", cluster_name=cluster.name, node_group_name=GPU_NODE_GROUP_PREFIX + spec.cloud_name,

@@ -44,6 +44,8 @@ class GpuNodePoolArgs:
     """The mig-parted config name when sharing is mig."""
     replicas: Optional[int] = None
     """Clients per GPU when sharing is mps or time-slicing."""
+    fabric: Optional[str] = "none"
+    """The node-to-node fabric the pool's nodes attach: none, or the cloud's (efa on EKS)."""
     labels: Optional[dict[str, str]] = field(default_factory=dict)
     """Node labels every node of the pool carries."""
     taints: Optional[list[dict[str, str]]] = field(default_factory=list)
@@ -62,6 +64,7 @@ class GpuNodePoolArgs:
             gpu_model=pool.instance.gpu.name, gpus_per_node=pool.instance.gpus, min_nodes=pool.min_nodes,
             max_nodes=pool.max_nodes, driver=pool.driver, capacity_type=pool.capacity_type, workload=pool.workload,
             sharing_mode=pool.sharing.mode, mig_config=pool.sharing.mig_config_name, replicas=pool.sharing.replicas,
+            fabric=pool.fabric,
             labels=pool_labels(config, pool),
             taints=[{"key": t.key, "value": t.value, "effect": t.effect} for t in pool_taints(pool, profile)],
             advertised=pool_units(pool, mig_strategy(config.gpu_pools)),
@@ -92,6 +95,7 @@ class GpuNodePool(pulumi.ComponentResource):
             "workload": args.workload,
             "sharing": {"mode": args.sharing_mode, "migConfig": args.mig_config, "replicas": args.replicas},
             "driver": args.driver,
+            "fabric": args.fabric,
             "labels": labels,
             "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints],
             "advertised": advertised,

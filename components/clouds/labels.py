@@ -8,6 +8,7 @@ from components.gpu.operands import node_labels
 LABEL_PREFIX = "gpu-platform.io"
 POOL_LABEL = f"{LABEL_PREFIX}/pool"
 SPOT_TAINT_KEY = f"{LABEL_PREFIX}/spot"
+FABRIC_LABEL = f"{LABEL_PREFIX}/fabric"  # on pools with a fast fabric only: its device plugin selects them by it
 
 
 def pool_labels(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
@@ -20,6 +21,8 @@ def pool_labels(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
         f"{LABEL_PREFIX}/capacity-type": pool.capacity_type,
         f"{LABEL_PREFIX}/driver": pool.driver,
     }
+    if pool.fabric != "none":
+        labels[FABRIC_LABEL] = pool.fabric
     labels.update(pool.labels)
     labels.update(node_labels(config, pool))  # what the GPU Operator must (not) do on these nodes
     return dict(sorted(labels.items()))

@@ -71,6 +71,19 @@ class NetworkTopology:
 
 
 @dataclass(frozen=True)
+class Fabric:
+    """A fast inter-node fabric a cloud offers GPU pools (gpuPools[].fabric), and what makes it usable in Kubernetes."""
+
+    name: str  # the gpuPools[].fabric value, and the catalog's InstanceType.interconnect it attaches to
+    resource: str  # extended resource its device plugin advertises per interface
+    chart: str  # the device plugin's Helm chart, repository and pinned version
+    repository: str
+    version: str
+    namespace: str
+    env: tuple[tuple[str, str], ...] = ()  # what NCCL/libfabric need in pods using it
+
+
+@dataclass(frozen=True)
 class CloudProfile:
     """What differs between clouds, stated once."""
 
@@ -168,6 +181,8 @@ class CloudProfile:
     max_pool_nodes: int = 1000
     # Block/rack node labels for Kueue topology-aware scheduling (None: the cloud sets none, only the hostname).
     network_topology: NetworkTopology | None = None
+    # The fast fabrics the platform can attach to this cloud's GPU pools, by gpuPools[].fabric value.
+    fabrics: dict[str, Fabric] = field(default_factory=dict)
 
 
 def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
@@ -345,6 +360,14 @@ def _minors(*minors: str) -> dict[str, str]:
     return {minor: minor for minor in minors}
 
 
+# EFA on EKS (EKS user guide "device-management-efa"): the EFA device plugin advertises vpc.amazonaws.com/efa, one per
+# interface. Chart v0.5.7 is the version aws-ia/terraform-aws-eks-blueprints pins (patterns/targeted-odcr/helm.tf).
+# FI_PROVIDER=efa makes libfabric (and the aws-ofi-nccl plugin NCCL loads) fail instead of falling back to TCP;
+# FI_EFA_USE_DEVICE_RDMA=1 turns on GPUDirect RDMA, which p4d and later support.
+_EFA = Fabric(name="efa", resource="vpc.amazonaws.com/efa", chart="aws-efa-k8s-device-plugin",
+              repository="https://aws.github.io/eks-charts", version="v0.5.7", namespace="kube-system",
+              env=(("FI_PROVIDER", "efa"), ("FI_EFA_USE_DEVICE_RDMA", "1"), ("NCCL_DEBUG", "INFO")))
+
 _K8S_EFFECTS = {"NoSchedule": "NoSchedule", "PreferNoSchedule": "PreferNoSchedule", "NoExecute": "NoExecute"}
 _API_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
 
@@ -398,6 +421,8 @@ PROFILES: dict[str, CloudProfile] = {
         region_pattern=r"(us|eu|ap|sa|ca|me|af|il|mx)(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|"
                        r"southeast|northwest|southwest)-\d",
         region_example="us-east-1",
+        # EKS GPU node groups get EFA interfaces, a cluster placement group and the EFA device plugin (aws_fabric).
+        fabrics={"efa": _EFA},
         instance_type_pattern=r"[a-z][a-z0-9-]*\.[a-z0-9]+",
         instance_type_example="m6i.2xlarge",
         zone_pattern="{region}[a-z]",

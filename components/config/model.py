@@ -115,6 +115,7 @@ class GpuPool:
     taints: tuple[Taint, ...] = ()
     cloud_name: str = ""  # the pool's name as the cloud spells it (see CloudProfile.pool_name)
     topology: bool = False  # Kueue topology-aware scheduling on this pool's ResourceFlavor
+    fabric: str = "none"  # the fast fabric its nodes get: "none" or a CloudProfile.fabrics name (e.g. "efa")
 
     @property
     def all_taints(self) -> tuple[Taint, ...]:

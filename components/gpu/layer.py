@@ -7,6 +7,7 @@ from components.clouds.labels import pool_labels
 from components.config.capacity import mig_strategy, pool_units
 from components.config.model import PlatformConfig
 from components.context import Context
+from components.gpu.fabric import FabricDevicePlugins
 from components.gpu.operator import GpuOperator, GpuOperatorArgs
 
 
@@ -27,6 +28,8 @@ def install(ctx: Context) -> None:
     config = ctx.config
     operator = GpuOperator("gpu-operator", GpuOperatorArgs.from_config(config), opts=ctx.k8s_opts())
     ctx.handles["gpu-operator"] = operator
+    if any(p.fabric != "none" for p in config.gpu_pools):
+        FabricDevicePlugins("fabric-device-plugins", config, opts=ctx.k8s_opts())
     exports: dict[str, Any] = {
         "gpuResources": gpu_resources(config),
         "gpuResourcesAtMaxNodes": gpu_resources_at_max(config),

@@ -23,6 +23,9 @@ _COMPUTED: dict[str, Callable[[str, dict], dict]] = {
         "certificateAuthority": {"data": "T0ZGTElORQ=="},
         "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.offline.amazonaws.com/id/{name.upper()}"}]}],
         "arn": f"arn:aws:eks:offline:000000000000:cluster/{inputs.get('name', name)}",
+        # EKS creates the cluster security group and reads the VPC from the subnets (EFA security groups use both).
+        "vpcConfig": {**(inputs.get("vpcConfig") or {}), "vpcId": f"vpc-offline-{name}",
+                      "clusterSecurityGroupId": f"sg-offline-{name}"},
     },
     "aws:iam/role:Role": lambda name, _: {"arn": f"arn:aws:iam::000000000000:role/{name}"},
     "aws:iam/openIdConnectProvider:OpenIdConnectProvider": lambda name, _: {

@@ -59,7 +59,7 @@ def pool_rows(plan: Plan) -> list[list[str]]:
         p = pool.inputs
         rows.append([p["poolName"], p["instanceType"], f"{_num(p['gpusPerNode'])} x {p['gpuModel']}",
                      f"{_num(p['minNodes'])}-{_num(p['maxNodes'])}", p["capacityType"], _sharing(p["sharing"]),
-                     DRIVER_OWNERS.get(p["driver"], p["driver"])])
+                     DRIVER_OWNERS.get(p["driver"], p["driver"]), p.get("fabric", "none")])
     return rows
 
 
@@ -99,7 +99,8 @@ def render_summary(plan: Plan) -> str:
                     [[layer, str(c), str(r)] for layer, (c, r) in layer_counts(plan).items()])
     pools = pool_rows(plan)
     lines += ["", "GPU pools:"]
-    lines += _table(["pool", "instance type", "GPUs per node", "nodes", "capacity", "sharing", "driver"], pools) \
+    lines += _table(["pool", "instance type", "GPUs per node", "nodes", "capacity", "sharing", "driver", "fabric"],
+                    pools) \
         if pools else ["  none (adopted cluster: pools are the cluster's own)"]
     teams = team_rows(plan)
     lines += ["", "teams:"]

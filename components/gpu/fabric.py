@@ -1,0 +1,50 @@
+"""The device plugin of each fast fabric the GPU pools use (EFA on EKS), so pods can request its interfaces."""
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes.helm.v3 as helm
+
+from components.clouds.labels import FABRIC_LABEL, pool_taints
+from components.clouds.profiles import Fabric, profile
+from components.config.model import PlatformConfig
+
+
+def tolerations(config: PlatformConfig, fabric: str) -> list[dict[str, str]]:
+    """Every taint of the pools using `fabric` (GPU, cloud, spot and the pools' own), once each."""
+    prof = profile(config.cloud)
+    seen: dict[tuple[str, str], dict[str, str]] = {}
+    for pool in config.gpu_pools:
+        if pool.fabric == fabric:
+            for taint in pool_taints(pool, prof):
+                seen.setdefault((taint.key, taint.effect),
+                                {"key": taint.key, "operator": "Exists", "effect": taint.effect})
+    return list(seen.values())
+
+
+def plugin_values(config: PlatformConfig, fabric: Fabric) -> dict[str, Any]:
+    """Chart values: on the fabric's pools only, whatever their taints."""
+    return {"nodeSelector": {FABRIC_LABEL: fabric.name}, "tolerations": tolerations(config, fabric.name)}
+
+
+class FabricDevicePlugins(pulumi.ComponentResource):
+    """One Helm release per fabric in use; nothing when no pool has one."""
+
+    TYPE = "gpu-platform:gpu:FabricDevicePlugins"
+
+    def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
+        prof = profile(config.cloud)
+        used = sorted({p.fabric for p in config.gpu_pools if p.fabric in prof.fabrics})
+        super().__init__(self.TYPE, name, {"fabrics": used}, opts)
+        self.releases: dict[str, helm.Release] = {}
+        for kind in used:
+            fabric = prof.fabrics[kind]
+            self.releases[kind] = helm.Release(f"{name}-{kind}", helm.ReleaseArgs(
+                name=fabric.chart, chart=fabric.chart, version=fabric.version,
+                repository_opts=helm.RepositoryOptsArgs(repo=fabric.repository), namespace=fabric.namespace,
+                values=plugin_values(config, fabric),
+                # A DaemonSet on pools that may be scaled to zero: waiting for it would block until a node starts.
+                skip_await=True,
+            ), opts=pulumi.ResourceOptions(parent=self))
+        self.register_outputs({})

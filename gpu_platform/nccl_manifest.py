@@ -1,0 +1,163 @@
+"""A multi-node NCCL all-reduce smoke test for one GPU pool: an indexed Job admitted whole by the team's Kueue queue,
+a headless Service naming its pods, and a Secret with a key pair made for this run, so rank 0 can start the other
+ranks over SSH with Open MPI (nccl-tests' all_reduce_perf is an MPI program)."""
+from __future__ import annotations
+
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from components.clouds.labels import POOL_LABEL, pool_taints
+from components.clouds.profiles import profile
+from components.config.model import GpuPool, PlatformConfig, Team
+from components.scheduling.kueue import LOCAL_QUEUE
+from components.scheduling.topology import pool_levels
+
+# AWS's EFA test image (aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests): CUDA, the EFA installer,
+# aws-ofi-nccl, NCCL, nccl-tests built with MPI, Open MPI and sshd. Pinned: `latest` moves.
+IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
+ALL_REDUCE_PERF = "/opt/nccl-tests/build/all_reduce_perf"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+SSH_PORT = 2222  # not 22: nothing else on the pod network expects it, and no privileged port is needed
+SSH_DIR = "/etc/nccl-ssh"
+# 8 bytes to 8 GiB, doubling: small sizes show latency, large ones bus bandwidth.
+SIZES = ("-b", "8", "-e", "8G", "-f", "2", "-g", "1", "-c", "1", "-n", "20")
+
+
+class ManifestError(Exception):
+    """The pool cannot run the test as asked."""
+
+
+def ssh_key_pair() -> tuple[str, str]:
+    """A fresh ed25519 key pair (private, public) from ssh-keygen; it exists only in this manifest."""
+    with tempfile.TemporaryDirectory() as tmp:
+        key = Path(tmp) / "id"
+        try:
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "nccl-test", "-f", str(key)],
+                           check=True, capture_output=True)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            raise ManifestError(f"cannot make the test's SSH key with ssh-keygen: {exc}") from None
+        return key.read_text(), key.with_suffix(".pub").read_text()
+
+
+def check_pool(config: PlatformConfig, pool: GpuPool, nodes: int) -> None:
+    if config.scheduler.kind != "kueue":
+        raise ManifestError(f"the test Job is admitted by Kueue; this stack schedules with {config.scheduler.kind}")
+    if pool.sharing.mode != "none":
+        raise ManifestError(f"pool {pool.name!r} shares its GPUs ({pool.sharing.mode}); an all-reduce test needs "
+                            "whole GPUs: pick a pool with sharing.mode none")
+    if not 2 <= nodes <= pool.max_nodes:
+        raise ManifestError(f"--nodes must be 2..{pool.max_nodes} (pool {pool.name!r} maxNodes); got {nodes}"
+                            if pool.max_nodes >= 2 else
+                            f"pool {pool.name!r} has maxNodes {pool.max_nodes}: a multi-node test needs 2 or more")
+
+
+def pick_team(config: PlatformConfig, pool: GpuPool, name: str | None) -> Team:
+    """The team whose queue admits the Job: the one named, else the first with quota on the pool."""
+    with_quota = [t for t in config.teams if t.quotas.get(pool.name)]
+    if name is None:
+        if not with_quota:
+            raise ManifestError(f"no team has quota on pool {pool.name!r}; give --team")
+        return with_quota[0]
+    team = next((t for t in config.teams if t.name == name), None)
+    if team is None:
+        raise ManifestError(f"--team {name!r} is not a team of this stack; teams: "
+                            f"{', '.join(t.name for t in config.teams)}")
+    if team not in with_quota:
+        raise ManifestError(f"team {name!r} has no quota on pool {pool.name!r}; teams with quota: "
+                            f"{', '.join(t.name for t in with_quota) or '(none)'}")
+    return team
+
+
+def environment(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
+    """NCCL and libfabric settings: the pool's fabric, or plain TCP sockets where the platform attaches none."""
+    fabric = profile(config.cloud).fabrics.get(pool.fabric)
+    # Without an attached fabric the image's libfabric plugin would go looking for one: the socket transport is the
+    # baseline a fabric is measured against.
+    return dict(fabric.env) if fabric else {"NCCL_NET": "Socket", "NCCL_DEBUG": "INFO"}
+
+
+def script(job: str, service: str, nodes: int, gpus: int, env: dict[str, str]) -> str:
+    """Every rank runs sshd; index 0 waits for the others, runs mpirun over them, then tells them to stop."""
+    hosts = [f"{job}-{i}.{service}" for i in range(nodes)]
+    workers = " ".join(hosts[1:])
+    forwarded = " ".join(f"-x {k}" for k in ("PATH", "LD_LIBRARY_PATH", *env))
+    mpirun = (f"mpirun --allow-run-as-root --tag-output -np {nodes * gpus} -H "
+              f"{','.join(f'{h}:{gpus}' for h in hosts)} --bind-to none {forwarded} "
+              "--mca pml ^cm --mca btl tcp,self --mca btl_tcp_if_exclude lo,docker0 "
+              f"{ALL_REDUCE_PERF} {shlex.join(SIZES)}")
+    return "\n".join([
+        "set -eu",
+        f"mkdir -p /root/.ssh /run/sshd && cp {SSH_DIR}/* /root/.ssh/ && chmod 700 /root/.ssh && chmod 600 /root/.ssh/*",
+        f"ssh-keygen -A && /usr/sbin/sshd -p {SSH_PORT}",
+        'if [ "$JOB_COMPLETION_INDEX" != 0 ]; then',
+        "  while [ ! -e /tmp/done ]; do sleep 5; done",
+        "  exit 0",
+        "fi",
+        f"for h in {workers}; do until ssh $h true 2>/dev/null; do sleep 5; done; done",
+        "rc=0",
+        f"{mpirun} || rc=$?",
+        f"for h in {workers}; do ssh $h touch /tmp/done || true; done",
+        "exit $rc",
+    ])
+
+
+def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,
+             key_pair: tuple[str, str]) -> list[dict[str, Any]]:
+    """Secret, Service and Job, in apply order."""
+    check_pool(config, pool, nodes)
+    prof = profile(config.cloud)
+    name, ns = f"nccl-test-{pool.name}"[:52].rstrip("-"), team.name  # room for the pods' "-<index>" hostnames
+    labels = {"app.kubernetes.io/name": "nccl-test", POOL_LABEL: pool.name}
+    env = environment(config, pool)
+    limits = {"nvidia.com/gpu": str(pool.instance.gpus)}
+    fabric = prof.fabrics.get(pool.fabric)
+    if fabric:
+        limits[fabric.resource] = str(pool.instance.fabric_interfaces)
+    private, public = key_pair
+    ssh_config = f"Host *\n  Port {SSH_PORT}\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-ssh", "namespace": ns, "labels": labels},
+              "type": "Opaque",
+              "stringData": {"id_ed25519": private, "id_ed25519.pub": public, "authorized_keys": public,
+                             "config": ssh_config}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns, "labels": labels},
+               # Headless, and published before the pods are ready, so rank 0 finds every rank by name.
+               "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
+                        "selector": {"batch.kubernetes.io/job-name": name}}}
+    levels = pool_levels(config, pool)
+    # On a TAS pool with network levels, ask for the narrowest block above the host: the number the test reports is
+    # then the fabric's best, not a spread across the data center.
+    annotations = {PREFERRED_TOPOLOGY: levels[-2]} if len(levels) > 1 else {}
+    pod = {
+        "metadata": {"labels": labels, **({"annotations": annotations} if annotations else {})},
+        "spec": {
+            "subdomain": name, "restartPolicy": "Never",
+            "nodeSelector": {POOL_LABEL: pool.name},
+            "tolerations": [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
+                            for t in pool_taints(pool, prof)],
+            "containers": [{
+                "name": "nccl", "image": IMAGE, "command": ["/bin/bash", "-c", script(
+                    name, name, nodes, pool.instance.gpus, env)],
+                "env": [{"name": k, "value": v} for k, v in env.items()],
+                "resources": {"limits": limits, "requests": dict(limits)},
+                "volumeMounts": [{"name": "ssh", "mountPath": SSH_DIR, "readOnly": True},
+                                 {"name": "shm", "mountPath": "/dev/shm"}],
+            }],
+            "volumes": [{"name": "ssh", "secret": {"secretName": f"{name}-ssh", "defaultMode": 0o400}},
+                        # NCCL's intra-node transport uses shared memory; the container default of 64 MiB is too small.
+                        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}],
+        },
+    }
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": name, "namespace": ns, "labels": {**labels, QUEUE_LABEL: LOCAL_QUEUE}},
+           "spec": {
+               # Kueue admits the whole Job (every rank) or none of it, and unsuspends it then.
+               "suspend": True, "completionMode": "Indexed", "completions": nodes, "parallelism": nodes,
+               # One failed rank fails the collective: no retries, and the result is kept an hour for reading.
+               "backoffLimit": 0, "ttlSecondsAfterFinished": 3600,
+               # Ranks wait for rank 0 to release them; if it dies first, the deadline ends the Job.
+               "activeDeadlineSeconds": 3600, "template": pod}}
+    return [secret, service, job]
