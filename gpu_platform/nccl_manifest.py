@@ -4,9 +4,6 @@ ranks over SSH with Open MPI (nccl-tests' all_reduce_perf is an MPI program)."""
 from __future__ import annotations
 
 import shlex
-import subprocess
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from components.clouds.labels import POOL_LABEL, pool_taints
@@ -32,15 +29,16 @@ class ManifestError(Exception):
 
 
 def ssh_key_pair() -> tuple[str, str]:
-    """A fresh ed25519 key pair (private, public) from ssh-keygen; it exists only in this manifest."""
-    with tempfile.TemporaryDirectory() as tmp:
-        key = Path(tmp) / "id"
-        try:
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "nccl-test", "-f", str(key)],
-                           check=True, capture_output=True)
-        except (OSError, subprocess.CalledProcessError) as exc:
-            raise ManifestError(f"cannot make the test's SSH key with ssh-keygen: {exc}") from None
-        return key.read_text(), key.with_suffix(".pub").read_text()
+    """A fresh ed25519 key pair (private, public) in OpenSSH format; it exists only in this manifest."""
+    # Imported here: only this command needs it, and plan/check start-up stays lean.
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption()).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+    return private, f"{public} nccl-test\n"
 
 
 def check_pool(config: PlatformConfig, pool: GpuPool, nodes: int) -> None:
