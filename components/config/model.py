@@ -15,7 +15,6 @@ WORKLOADS = ("training", "inference", "interactive")
 SHARING_MODES = ("none", "mig", "mps", "time-slicing")
 DRIVER_OWNERS = ("managed", "operator")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-SCHEDULERS = ("kueue", "volcano")
 PRIORITIES = ("critical", "high", "normal", "low")
 EGRESS = ("internet", "none")  # what a team's pods may reach beyond the cluster (teams[].egress)
 

@@ -9,12 +9,12 @@ from components.clouds.profiles import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
-from components.config.model import EGRESS, PRIORITIES, SCHEDULERS, Gang, GpuPool, Observability, Scheduler, Team
+from components.config.model import EGRESS, PRIORITIES, Gang, GpuPool, Observability, Scheduler, Team
 from components.config.training import read_frameworks
+from components.scheduling.kinds import KINDS, SCHEDULERS
 
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "gpu-operator",
-                       "kueue-system", "volcano-system", "monitoring", "gpu-platform-system")
-KUEUE_MAX_TOLERATIONS = 8  # ResourceFlavor.spec.tolerations maxItems in the v1beta2 CRD
+                       *(k.namespace for k in KINDS.values()), "monitoring", "gpu-platform-system")
 
 
 def read_scheduler(raw: Any, problems: Problems) -> Scheduler:
@@ -134,17 +134,21 @@ def team_quota_rules(pool_items: list[Any], pools: list[GpuPool], scheduler: Sch
             problems.add(at, message + " (or set scheduler.allowOvercommit: true)")
         else:
             problems.warn(at, message)
-    if scheduler.kind == "kueue" and prof:
+    kind = KINDS.get(scheduler.kind)  # None when scheduler.kind was refused (its error is already reported)
+    if kind is None:
+        return
+    tolerations = kind.max_flavor_tolerations
+    if tolerations is not None and prof:
         for pool in pools:
             taints = len(node_facts.pool_taints(pool, prof))
-            if taints > KUEUE_MAX_TOLERATIONS:
+            if taints > tolerations:
                 problems.add(join(join("gpuPools", index[pool.name]), "taints"),
-                             f"pool {pool.name!r} carries {taints} taints but a Kueue ResourceFlavor holds at most "
-                             f"{KUEUE_MAX_TOLERATIONS} tolerations; drop extra taints")
-    if scheduler.kind == "volcano":
-        for i, team in enumerate(teams):
-            if team.name == "root":
-                problems.add(join(join("teams", i), "name"), "'root' is Volcano's own root queue; choose another name")
+                             f"pool {pool.name!r} carries {taints} taints but a {kind.title} ResourceFlavor holds at "
+                             f"most {tolerations} tolerations; drop extra taints")
+    for i, team in enumerate(teams):
+        if team.name in kind.reserved_queue_names:
+            problems.add(join(join("teams", i), "name"),
+                         f"{team.name!r} is {kind.title}'s own {team.name} queue; choose another name")
 
 
 def reclaim_opt_ins(items: Any, teams: list[Team], observability: Observability, problems: Problems) -> None:
