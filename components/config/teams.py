@@ -9,7 +9,7 @@ from components.clouds.profiles import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
-from components.config.model import EGRESS, PRIORITIES, Gang, GpuPool, Observability, Scheduler, Team
+from components.config.model import EGRESS, PRIORITIES, Gang, GpuPool, Observability, Scheduler, Team, default
 from components.config.training import read_frameworks
 from components.scheduling.kinds import KINDS, SCHEDULERS
 
@@ -20,14 +20,15 @@ RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease
 def read_scheduler(raw: Any, problems: Problems) -> Scheduler:
     sec = Section(raw, "scheduler", problems, ("kind", "gang", "fairSharing", "allowOvercommit", "frameworks"))
     gang = Section(sec.value("gang", {}), sec.at("gang"), problems, ("enabled", "timeout", "recoveryTimeout"))
-    kind = sec.str("kind", "kueue", choices=SCHEDULERS)
+    kind = sec.str("kind", default(Scheduler, "kind"), choices=SCHEDULERS)
     return Scheduler(
         kind=kind,
         frameworks=read_frameworks(sec, kind, problems),
-        gang=Gang(enabled=gang.bool("enabled", True), timeout_s=gang.duration("timeout", 600),
+        gang=Gang(enabled=gang.bool("enabled", default(Gang, "enabled")),
+                  timeout_s=gang.duration("timeout", default(Gang, "timeout_s")),
                   recovery_timeout_s=gang.duration("recoveryTimeout", None)),
-        fair_sharing=sec.bool("fairSharing", True),
-        allow_overcommit=bool(sec.bool("allowOvercommit", False)),
+        fair_sharing=sec.bool("fairSharing", default(Scheduler, "fair_sharing")),
+        allow_overcommit=bool(sec.bool("allowOvercommit", default(Scheduler, "allow_overcommit"))),
     )
 
 
@@ -53,11 +54,12 @@ def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: 
             name=name or "", quotas=quotas,
             borrowing_limit=sec.int("borrowingLimit", None, minimum=0, maximum=1_000_000),
             lending_limit=sec.int("lendingLimit", None, minimum=0, maximum=1_000_000),
-            priority=sec.str("priority", "normal", choices=PRIORITIES) or "normal",
+            priority=sec.str("priority", default(Team, "priority"), choices=PRIORITIES)
+            or default(Team, "priority"),
             groups=_groups(sec),
             principals=tuple(dict.fromkeys(sec.str_list("principals"))),
-            reclaim=bool(sec.bool("reclaim", False)),
-            egress=sec.str("egress", "internet", choices=EGRESS) or "internet",
+            reclaim=bool(sec.bool("reclaim", default(Team, "reclaim"))),
+            egress=sec.str("egress", default(Team, "egress"), choices=EGRESS) or default(Team, "egress"),
         )
         teams.append(team)
     return teams
