@@ -1,24 +1,24 @@
 """The platform, layer by layer: cluster and GPU pools, then everything that runs inside Kubernetes."""
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import Any, Callable
 
 import pulumi
 
+from components.autoscaling import layer as autoscaling
 from components.clouds import cluster_class
 from components.clouds.existing import ExistingCluster
 from components.config.model import PlatformConfig
 from components.context import Context
+from components.gpu import layer as gpu
+from components.observability import layer as observability
+from components.scheduling import layer as scheduling
 from components.stack_facts import StackFacts
 
-# Layers inside the cluster, in install order; each module has `install(ctx: Context) -> None`.
-LAYERS: tuple[str, ...] = (
-    "components.gpu.layer",
-    "components.autoscaling.layer",
-    "components.scheduling.layer",
-    "components.observability.layer",
-)
+# Layers inside the cluster, in install order. Imported eagerly: every stack installs all of them, and none imports
+# a cloud provider SDK (the cluster class, which does, stays behind `cluster_class`).
+LAYERS: tuple[Callable[[Context], None], ...] = (gpu.install, autoscaling.install, scheduling.install,
+                                                 observability.install)
 
 
 def build(config: PlatformConfig) -> dict[str, Any]:
@@ -30,8 +30,8 @@ def build(config: PlatformConfig) -> dict[str, Any]:
     else:
         cluster = cluster_class(config.cloud)(name, config, opts=pulumi.ResourceOptions(protect=config.protected))
     ctx = Context(config=config, cluster=cluster)
-    for layer in LAYERS:
-        importlib.import_module(layer).install(ctx)
+    for install in LAYERS:
+        install(ctx)
     return {
         "clusterName": cluster.cluster_name,
         "kubeconfig": cluster.kubeconfig,

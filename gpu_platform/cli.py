@@ -2,17 +2,38 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Callable
 
 from components.config import ConfigError
 from gpu_platform.engine.schema import ProviderSchemaError
 
-# Subcommands in help order; each module has `add_parser(subparsers)` and `run(args) -> int`.
-# Module names; a command with a hyphen (`nccl-test`) lives in the module with an underscore.
-COMMANDS = ("validate", "catalog", "plan", "check", "simulate", "nccl_test")
 USAGE_ERROR = 2
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: the module's `add_parser(subparsers)` registers `name`, its `run(args)` returns the exit code."""
+
+    name: str
+    add_parser: Callable[[argparse._SubParsersAction], None]
+    run: Callable[[argparse.Namespace], int]
+
+    @classmethod
+    def of(cls, module: ModuleType) -> Command:
+        # A command with a hyphen (`nccl-test`) lives in the module with an underscore.
+        return cls(module.__name__.rsplit(".", 1)[-1].replace("_", "-"), module.add_parser, module.run)
+
+
+def commands() -> tuple[Command, ...]:
+    """The subcommands in help order. Imported on call, not at the top: every command imports this module's
+    UsageError and helpers, so a top-level import would be circular."""
+    from gpu_platform.commands import catalog, check, nccl_test, plan, simulate, validate
+
+    return tuple(Command.of(module) for module in (validate, catalog, plan, check, simulate, nccl_test))
 
 
 class UsageError(Exception):
@@ -22,12 +43,12 @@ class UsageError(Exception):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpu-platform", description=__doc__.split(":")[0])
     subparsers = parser.add_subparsers(dest="command", required=True)
-    modules = {name: importlib.import_module(f"gpu_platform.commands.{name}") for name in COMMANDS}
-    for module in modules.values():
-        module.add_parser(subparsers)
+    by_name = {command.name: command for command in commands()}
+    for command in by_name.values():
+        command.add_parser(subparsers)
     args = parser.parse_args(argv)
     try:
-        return modules[args.command.replace("-", "_")].run(args)
+        return by_name[args.command].run(args)
     except ConfigError as exc:
         print(exc.render(), file=sys.stderr)
         return USAGE_ERROR

@@ -9,6 +9,7 @@ from typing import Any
 from components.clouds.labels import POOL_LABEL, pool_taints
 from components.clouds.profiles import profile
 from components.config.model import GpuPool, PlatformConfig, Team
+from components.scheduling.kinds import scheduler_kind
 from components.scheduling.kueue import LOCAL_QUEUE
 from components.scheduling.topology import pool_levels
 
@@ -42,8 +43,9 @@ def ssh_key_pair() -> tuple[str, str]:
 
 
 def check_pool(config: PlatformConfig, pool: GpuPool, nodes: int) -> None:
-    if config.scheduler.kind != "kueue":
-        raise ManifestError(f"the test Job is admitted by Kueue; this stack schedules with {config.scheduler.kind}")
+    kind = scheduler_kind(config.scheduler.kind)
+    if not kind.workloads:  # the Job is queued by Kueue's queue-name label and admitted as one Workload
+        raise ManifestError(f"the test Job is admitted by Kueue; this stack schedules with {kind.title}")
     if pool.sharing.mode != "none":
         raise ManifestError(f"pool {pool.name!r} shares its GPUs ({pool.sharing.mode}); an all-reduce test needs "
                             "whole GPUs: pick a pool with sharing.mode none")

@@ -69,7 +69,3 @@ def parent_types(urn: str) -> list[str]:
     """The types of a resource's ancestors, read from its URN's qualified type (`parent$parent$type`)."""
     parts = urn.split("::")
     return parts[2].split("$")[:-1] if len(parts) >= 4 else []
-
-
-def urn_name(urn: str) -> str:
-    return urn.rsplit("::", 1)[-1]

@@ -166,7 +166,7 @@ def test_system_pool_and_gpu_safe_autoscaler(prod):
     assert (system["vmSize"], system["minCount"], system["maxCount"]) == ("Standard_D8s_v5", 2, 4)
     assert system["enableAutoScaling"] is True and "nodeTaints" not in system
     scaler = inputs["autoScalerProfile"]
-    assert scaler["scaleDownDelayAfterAdd"] == "15m" and scaler["scaleDownUnneededTime"] == "20m"
+    assert scaler["scaleDownDelayAfterAdd"] == "15m" and scaler["scaleDownUnneededTime"] == "15m"
     assert scaler["skipNodesWithLocalStorage"] == "false" and scaler["expander"] == "priority"
 
 

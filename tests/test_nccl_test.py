@@ -130,7 +130,7 @@ def test_bad_pool_lists_the_pools(capsys):
     (("aws-prod", "--pool", "h100-train", "--team", "serving"), "team 'serving' has no quota on pool 'h100-train'; "
                                                                  "teams with quota: research, applied"),
     (("aws-prod", "--pool", "h100-train", "--team", "ghost"), "teams: research, applied, serving"),
-    (("gcp-dev", "--pool", "l4-train"), "this stack schedules with volcano"),
+    (("gcp-dev", "--pool", "l4-train"), "this stack schedules with Volcano"),
 ])
 def test_refused_with_exit_2(argv, message, capsys):
     assert message in refused(capsys, *argv)

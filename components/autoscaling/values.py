@@ -18,6 +18,12 @@ IMAGE_TAGS = {"1.32": "v1.32.5", "1.33": "v1.33.5", "1.34": "v1.34.4", "1.35": "
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"  # fixed, so IRSA / workload identity trust can name it
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+# GPU nodes are slow and dear to start: wait before calling one unneeded, and after scaling up. Bare-metal GPU
+# nodes take 15-25 minutes to boot and join; the 15m provisioning default gives up on them. AKS's managed
+# autoscaler profile (clouds/azure.py) uses the same timings.
+UNNEEDED_TIME = "15m"
+DELAY_AFTER_ADD = "15m"
+MAX_NODE_PROVISION_TIME = "30m"
 
 
 def image_tag(kubernetes_version: str) -> str:
@@ -52,9 +58,8 @@ def shared_values(config: PlatformConfig) -> dict[str, Any]:
         "tolerations": [],
         "resources": {"requests": {"cpu": "100m", "memory": "600Mi"}, "limits": {"memory": "1Gi"}},
         "extraArgs": {
-            # GPU nodes are slow and dear to start: wait before calling one unneeded, and after scaling up.
-            "scale-down-unneeded-time": "15m",
-            "scale-down-delay-after-add": "15m",
+            "scale-down-unneeded-time": UNNEEDED_TIME,
+            "scale-down-delay-after-add": DELAY_AFTER_ADD,
             "scale-down-gpu-utilization-threshold": gpu_utilization_threshold(config),
             # DaemonSets (device plugin, DCGM exporter) must not make an empty GPU node look used.
             "ignore-daemonsets-utilization": True,
@@ -64,8 +69,7 @@ def shared_values(config: PlatformConfig) -> dict[str, Any]:
             "balance-similar-node-groups": True,
             # Priority first (reserved, then spot, then on-demand), least wasted capacity among equals.
             "expander": "priority,least-waste",
-            # Bare-metal GPU nodes take 15-25 minutes to boot and join; the 15m default gives up on them.
-            "max-node-provision-time": "30m",
+            "max-node-provision-time": MAX_NODE_PROVISION_TIME,
         },
     }
 

@@ -8,24 +8,22 @@ of the catalogued GPUs (an exhaustive search over them found no exception), so p
 """
 from __future__ import annotations
 
-import re
 
-from .types import GpuModel
+from .types import GpuModel, mig_shape
 
-_NAME = re.compile(r"(\d+)g\.(\d+)gb(\+me)?")
 
 
 def slices(gpu: GpuModel) -> tuple[int, int]:
     """(compute slices, memory slices) of a MIG-capable GPU: 7 and 8, or 4 and 4 on A30-class parts."""
-    compute = max(int(_NAME.match(p.name).group(1)) for p in gpu.mig_profiles)
+    compute = max(mig_shape(p.name).compute for p in gpu.mig_profiles)
     return compute, (8 if compute == 7 else compute)
 
 
 def profile_slices(gpu: GpuModel, profile: str) -> tuple[int, int]:
     """(compute slices, memory slices) one instance of `profile` takes on `gpu`."""
     _, memory_total = slices(gpu)
-    match = _NAME.fullmatch(profile)
-    return int(match.group(1)), max(1, round(int(match.group(2)) * memory_total / gpu.memory_gib))
+    shape = mig_shape(profile)
+    return shape.compute, max(1, round(shape.memory_gb * memory_total / gpu.memory_gib))
 
 
 def placement_problem(gpu: GpuModel, layout: dict[str, int]) -> str | None:

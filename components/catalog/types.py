@@ -1,7 +1,27 @@
 """Typed rows of the GPU catalog: GPU models, their MIG profiles, and cloud instance types."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+
+_MIG_NAME = re.compile(r"(\d+)g\.(\d+)gb(\+me)?")
+
+
+@dataclass(frozen=True)
+class MigShape:
+    """What a MIG profile name says: `2g.20gb+me` is 2 compute slices, 20 GB, with the media extensions."""
+
+    compute: int
+    memory_gb: int
+    media: bool
+
+
+def mig_shape(name: str) -> MigShape:
+    """Parse a MIG profile name (`<compute>g.<memory>gb`, optionally `+me`); the one place that reads one."""
+    match = _MIG_NAME.fullmatch(name)
+    if match is None:
+        raise ValueError(f"{name!r} is not a MIG profile name like 1g.10gb or 1g.10gb+me")
+    return MigShape(int(match.group(1)), int(match.group(2)), bool(match.group(3)))
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ from typing import Callable
 import pulumi
 import pulumi_aws.iam as iam
 
+from components.autoscaling.values import NAMESPACE as AUTOSCALER_NAMESPACE
+from components.autoscaling.values import SERVICE_ACCOUNT as AUTOSCALER_SERVICE_ACCOUNT
+
 Opts = Callable[..., pulumi.ResourceOptions]
 
 MANAGED_POLICY = "arn:aws:iam::aws:policy/{}"
@@ -17,8 +20,6 @@ NODE_POLICIES = (
     "AmazonEKS_CNI_Policy",  # the VPC CNI runs with the node role unless given its own IRSA role
     "AmazonSSMManagedInstanceCore",  # shell access to GPU nodes without SSH keys or open ports
 )
-AUTOSCALER_NAMESPACE = "kube-system"
-AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"
 # EKS tags every managed node group's Auto Scaling group with these, which the autoscaler discovers them by.
 AUTODISCOVERY_TAG = "k8s.io/cluster-autoscaler/{}"
 AUTODISCOVERY_ENABLED_TAG = "k8s.io/cluster-autoscaler/enabled"

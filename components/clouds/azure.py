@@ -11,6 +11,8 @@ import pulumi_azure_native.network as network
 import pulumi_azure_native.resources as resources
 
 from components.autoscaling.priorities import expander_priorities
+from components.autoscaling.values import DELAY_AFTER_ADD, MAX_NODE_PROVISION_TIME, UNNEEDED_TIME
+from components.catalog.types import mig_shape
 from components.clouds.azure_kubeconfig import kubeconfig_from_credentials
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.clouds.profiles import AKS_POD_CIDR, AKS_SERVICE_CIDR, CloudProfile, profile
@@ -30,23 +32,22 @@ SYSTEM_POOL = "system"
 # priority reads our cluster-autoscaler-priority-expander ConfigMap (reserved, then spot, then on-demand pools).
 # Running jobs stay because GPU nodes count as busy by their GPU requests and training pods can carry
 # cluster-autoscaler.kubernetes.io/safe-to-evict: "false".
+# The timings are the ones the chart-installed autoscaler of EKS and OKE gets. AKS's profile takes one expander,
+# not a list, so least-waste among equal priorities is left out.
 AUTOSCALER_PROFILE = {
-    "scale_down_delay_after_add": "15m",
-    "scale_down_unneeded_time": "20m",
+    "scale_down_delay_after_add": DELAY_AFTER_ADD,
+    "scale_down_unneeded_time": UNNEEDED_TIME,
     "skip_nodes_with_local_storage": "false",
-    "max_node_provision_time": "30m",
+    "max_node_provision_time": MAX_NODE_PROVISION_TIME,
     "expander": "priority",
 }
-
-_MIG_SLICES = re.compile(r"(\d+)g\.")
-
 
 def gpu_instance_profile(pool: GpuPool) -> str | None:
     """AKS `gpuInstanceProfile` of a MIG pool (MIG1g..MIG7g); config validation guarantees the layout fits."""
     if pool.sharing.mode != "mig":
         return None
     (name,) = pool.sharing.mig_layout(pool.instance)
-    return f"MIG{_MIG_SLICES.match(name).group(1)}g"
+    return f"MIG{mig_shape(name).compute}g"
 
 
 def node_taint(taint: Taint, prof: CloudProfile) -> str:

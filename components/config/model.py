@@ -1,23 +1,35 @@
 """The typed stack config: what `gpu-platform:*` keys mean once validated."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
+from components.catalog import CLOUDS  # noqa: F401  (the clouds the config accepts: those the catalog covers)
 from components.catalog.types import InstanceType
 # The policy block is the policy pack's to read and judge; the config carries it as the pack reads it.
 from policies.exemptions import Exemption, Policy  # noqa: F401
 
-CLOUDS = ("aws", "azure", "gcp", "oci")
 ENVIRONMENTS = ("production", "staging", "development")
 CAPACITY_TYPES = ("on-demand", "spot", "reserved")
 WORKLOADS = ("training", "inference", "interactive")
 SHARING_MODES = ("none", "mig", "mps", "time-slicing")
 DRIVER_OWNERS = ("managed", "operator")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-SCHEDULERS = ("kueue", "volcano")
 PRIORITIES = ("critical", "high", "normal", "low")
 EGRESS = ("internet", "none")  # what a team's pods may reach beyond the cluster (teams[].egress)
+
+
+
+def default(cls: type, name: str) -> Any:
+    """A field's default as declared below: validation reads its defaults here, so each is written once."""
+    for f in fields(cls):
+        if f.name == name:
+            if f.default is not MISSING:
+                return f.default
+            if f.default_factory is not MISSING:
+                return f.default_factory()
+    raise KeyError(f"{cls.__name__}.{name} has no default")
+
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_VALUE = "present"

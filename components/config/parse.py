@@ -13,6 +13,7 @@ from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
 from components.config.model import (
     CLOUDS, ENVIRONMENTS, Cluster, NodePool, Observability, PlatformConfig, Policy, Prometheus, Reclaim, Slo,
+    default,
 )
 from components.config.pools import (
     cloud_pool_checks, one_gpu_operator, read_pools, scale_from_zero_warnings, spot_warnings,
@@ -109,8 +110,10 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
     system = NodePool(
         instance_type=_cloud_format(sys_sec, "instanceType", prof, "instance_type_pattern", "instance_type_example",
                                     "instance type", prof.default_system_instance if prof else None) or "",
-        min_nodes=sys_sec.int("minNodes", 2, minimum=1, maximum=pool_limit or 1000, why=why),
-        max_nodes=sys_sec.int("maxNodes", 4, minimum=1, maximum=pool_limit or 1000, why=why),
+        min_nodes=sys_sec.int("minNodes", default(NodePool, "min_nodes"), minimum=1, maximum=pool_limit or 1000,
+                              why=why),
+        max_nodes=sys_sec.int("maxNodes", default(NodePool, "max_nodes"), minimum=1, maximum=pool_limit or 1000,
+                              why=why),
     )
     if isinstance(system.min_nodes, int) and isinstance(system.max_nodes, int) and system.min_nodes > system.max_nodes:
         problems.add(sys_sec.at("maxNodes"), f"must be >= minNodes ({system.min_nodes}); got {system.max_nodes}")
@@ -223,17 +226,19 @@ def _observability(raw: Any, problems: Problems) -> Observability:
                    ("install", "namespace", "releaseLabel", "url"))
     slo = Section(sec.value("slo", {}), sec.at("slo"), problems, ("minUtilization", "idleMinutes", "pendingMinutes"))
     observability = Observability(
-        dcgm=sec.bool("dcgm", True),
+        dcgm=sec.bool("dcgm", default(Observability, "dcgm")),
         prometheus=Prometheus(
-            install=prom.bool("install", True),
-            namespace=prom.str("namespace", "monitoring", pattern=DNS1123_LABEL,
+            install=prom.bool("install", default(Prometheus, "install")),
+            namespace=prom.str("namespace", default(Prometheus, "namespace"), pattern=DNS1123_LABEL,
                                what=f"a namespace name ({DNS1123_WHAT})"),
             release_label=_label_value(prom, "releaseLabel", "kube-prometheus-stack"),
             url=_url(prom, "url"),
         ),
-        slo=Slo(min_utilization=slo.number("minUtilization", 0.5, 0.0, 1.0),
-                idle_minutes=slo.int("idleMinutes", 30, minimum=1, maximum=7 * 24 * 60, why="a week"),
-                pending_minutes=slo.int("pendingMinutes", 60, minimum=1, maximum=7 * 24 * 60, why="a week")),
+        slo=Slo(min_utilization=slo.number("minUtilization", default(Slo, "min_utilization"), 0.0, 1.0),
+                idle_minutes=slo.int("idleMinutes", default(Slo, "idle_minutes"), minimum=1, maximum=7 * 24 * 60,
+                                     why="a week"),
+                pending_minutes=slo.int("pendingMinutes", default(Slo, "pending_minutes"), minimum=1,
+                                        maximum=7 * 24 * 60, why="a week")),
         reclaim=_reclaim(sec.value("reclaim", {}), sec.at("reclaim"), problems),
     )
     if observability.reclaim.enabled:
@@ -294,8 +299,9 @@ def _reclaim(raw: Any, path: str, problems: Problems) -> Reclaim:
         problems.add(sec.at("schedule"), f"{schedule!r:.80} is not a cron schedule like \"*/10 * * * *\" or "
                                          f"@hourly: {problem}")
     return Reclaim(
-        enabled=bool(sec.bool("enabled", False)),
-        dry_run=sec.bool("dryRun", True) is not False,  # anything but an explicit false stays a dry run
+        enabled=bool(sec.bool("enabled", default(Reclaim, "enabled"))),
+        # Anything but an explicit false stays a dry run.
+        dry_run=sec.bool("dryRun", default(Reclaim, "dry_run")) is not False,
         schedule=schedule or "*/10 * * * *",
     )
 

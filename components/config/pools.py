@@ -8,19 +8,19 @@ from components import catalog
 # A module reference, not a name: labels imports the config model, so it may still be initializing here.
 from components.clouds import labels as node_facts
 from components.catalog.placement import placement_problem
+from components.catalog.types import mig_shape
 from components.clouds.profiles import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
 from components.config.fabric import read_fabric
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, INT32_MAX, Section, join, name_index
 from components.config.model import (
-    CAPACITY_TYPES, DRIVER_OWNERS, SHARING_MODES, TAINT_EFFECTS, WORKLOADS, GpuPool, Sharing, Taint,
+    CAPACITY_TYPES, DRIVER_OWNERS, SHARING_MODES, TAINT_EFFECTS, WORKLOADS, GpuPool, Sharing, Taint, default,
 )
 
 _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 _TAINT_STRING = re.compile(r"(?P<key>[^=:]+)(=(?P<value>[^:]*))?:(?P<effect>\w+)")
-_MIG_G = re.compile(r"(\d+)g\.")
 
 
 def read_pools(items: list[Any], prof: CloudProfile | None, problems: Problems) -> list[GpuPool]:
@@ -50,13 +50,13 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
     name = sec.str("name", pattern=DNS1123_LABEL, what=DNS1123_WHAT)
     instance_type = sec.str("instanceType")
     limit, why = (prof.max_pool_nodes, f"{prof.service} node pool limit") if prof else (INT32_MAX, "")
-    min_nodes = sec.int("minNodes", 0, minimum=0, maximum=limit, why=why)
+    min_nodes = sec.int("minNodes", default(GpuPool, "min_nodes"), minimum=0, maximum=limit, why=why)
     max_nodes = sec.int("maxNodes", minimum=1, maximum=limit, why=why)
     if isinstance(min_nodes, int) and isinstance(max_nodes, int) and min_nodes > max_nodes:
         problems.add(sec.at("maxNodes"), f"must be >= minNodes ({min_nodes}); got {max_nodes}")
-    capacity_type = sec.str("capacityType", "on-demand", choices=CAPACITY_TYPES)
-    workload = sec.str("workload", "training", choices=WORKLOADS)
-    driver = sec.str("driver", prof.default_driver if prof else "managed", choices=DRIVER_OWNERS)
+    capacity_type = sec.str("capacityType", default(GpuPool, "capacity_type"), choices=CAPACITY_TYPES)
+    workload = sec.str("workload", default(GpuPool, "workload"), choices=WORKLOADS)
+    driver = sec.str("driver", prof.default_driver if prof else default(GpuPool, "driver"), choices=DRIVER_OWNERS)
     if prof and driver and driver not in prof.driver_owners:
         problems.add(sec.at("driver"), f"{driver!r} is not supported on {prof.service} ({prof.driver_note}); "
                                        f"allowed: {', '.join(prof.driver_owners)}")
@@ -88,7 +88,7 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
         if not prof.pool_naming.valid(cloud_name):
             problems.add(sec.at("name"), f"{name!r} becomes {prof.service} pool name {cloud_name!r}, which must match "
                                          f"{prof.pool_naming.pattern}")
-    topology = sec.bool("topology", False)
+    topology = sec.bool("topology", default(GpuPool, "topology"))
     fabric = read_fabric(sec, instance, workload, prof, problems)
     if None in (name, instance, max_nodes, min_nodes, capacity_type, workload, driver, sharing, topology,
                 fabric) or None in taints:
@@ -128,9 +128,10 @@ def _pool_mig_layout(layout, path: str, gpu, prof: CloudProfile, problems: Probl
                            "profiles; use the plain profile")
         return
     if prof.mig_by_slices:
-        slices = int(_MIG_G.match(name).group(1))
-        reachable = min((p.name for p in gpu.mig_profiles if "+" not in p.name and p.name.startswith(f"{slices}g.")),
-                        key=lambda n: int(n.split(".")[1].removesuffix("gb")))
+        slices = mig_shape(name).compute
+        reachable = min((p.name for p in gpu.mig_profiles
+                         if not mig_shape(p.name).media and mig_shape(p.name).compute == slices),
+                        key=lambda n: mig_shape(n).memory_gb)
         if reachable != name:
             problems.add(path, f"{layout} cannot be expressed on {prof.service}: {field} MIG{slices}g always "
                                f"creates {reachable} on {gpu.name}; use all-{reachable}")
@@ -146,7 +147,7 @@ def _taint(raw: Any, path: str, problems: Problems) -> Taint | None:
     sec = Section(raw, path, problems, ("key", "value", "effect"))
     key = sec.str("key", pattern=_LABEL_KEY, what="a valid taint key")
     value = sec.str("value", "", pattern=LABEL_VALUE, what="a valid taint value")
-    effect = sec.str("effect", "NoSchedule", choices=TAINT_EFFECTS)
+    effect = sec.str("effect", default(Taint, "effect"), choices=TAINT_EFFECTS)
     if key and _platform_key(key):
         problems.add(sec.at("key"), f"{node_facts.LABEL_PREFIX}/* taints are the platform's own (spot pools carry "
                                     f"{node_facts.LABEL_PREFIX}/spot); use your own domain")

@@ -9,25 +9,26 @@ from components.clouds.profiles import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
-from components.config.model import EGRESS, PRIORITIES, SCHEDULERS, Gang, GpuPool, Observability, Scheduler, Team
+from components.config.model import EGRESS, PRIORITIES, Gang, GpuPool, Observability, Scheduler, Team, default
 from components.config.training import read_frameworks
+from components.scheduling.kinds import KINDS, SCHEDULERS
 
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "gpu-operator",
-                       "kueue-system", "volcano-system", "monitoring", "gpu-platform-system")
-KUEUE_MAX_TOLERATIONS = 8  # ResourceFlavor.spec.tolerations maxItems in the v1beta2 CRD
+                       *(k.namespace for k in KINDS.values()), "monitoring", "gpu-platform-system")
 
 
 def read_scheduler(raw: Any, problems: Problems) -> Scheduler:
     sec = Section(raw, "scheduler", problems, ("kind", "gang", "fairSharing", "allowOvercommit", "frameworks"))
     gang = Section(sec.value("gang", {}), sec.at("gang"), problems, ("enabled", "timeout", "recoveryTimeout"))
-    kind = sec.str("kind", "kueue", choices=SCHEDULERS)
+    kind = sec.str("kind", default(Scheduler, "kind"), choices=SCHEDULERS)
     return Scheduler(
         kind=kind,
         frameworks=read_frameworks(sec, kind, problems),
-        gang=Gang(enabled=gang.bool("enabled", True), timeout_s=gang.duration("timeout", 600),
+        gang=Gang(enabled=gang.bool("enabled", default(Gang, "enabled")),
+                  timeout_s=gang.duration("timeout", default(Gang, "timeout_s")),
                   recovery_timeout_s=gang.duration("recoveryTimeout", None)),
-        fair_sharing=sec.bool("fairSharing", True),
-        allow_overcommit=bool(sec.bool("allowOvercommit", False)),
+        fair_sharing=sec.bool("fairSharing", default(Scheduler, "fair_sharing")),
+        allow_overcommit=bool(sec.bool("allowOvercommit", default(Scheduler, "allow_overcommit"))),
     )
 
 
@@ -53,11 +54,12 @@ def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: 
             name=name or "", quotas=quotas,
             borrowing_limit=sec.int("borrowingLimit", None, minimum=0, maximum=1_000_000),
             lending_limit=sec.int("lendingLimit", None, minimum=0, maximum=1_000_000),
-            priority=sec.str("priority", "normal", choices=PRIORITIES) or "normal",
+            priority=sec.str("priority", default(Team, "priority"), choices=PRIORITIES)
+            or default(Team, "priority"),
             groups=_groups(sec),
             principals=tuple(dict.fromkeys(sec.str_list("principals"))),
-            reclaim=bool(sec.bool("reclaim", False)),
-            egress=sec.str("egress", "internet", choices=EGRESS) or "internet",
+            reclaim=bool(sec.bool("reclaim", default(Team, "reclaim"))),
+            egress=sec.str("egress", default(Team, "egress"), choices=EGRESS) or default(Team, "egress"),
         )
         teams.append(team)
     return teams
@@ -134,17 +136,21 @@ def team_quota_rules(pool_items: list[Any], pools: list[GpuPool], scheduler: Sch
             problems.add(at, message + " (or set scheduler.allowOvercommit: true)")
         else:
             problems.warn(at, message)
-    if scheduler.kind == "kueue" and prof:
+    kind = KINDS.get(scheduler.kind)  # None when scheduler.kind was refused (its error is already reported)
+    if kind is None:
+        return
+    tolerations = kind.max_flavor_tolerations
+    if tolerations is not None and prof:
         for pool in pools:
             taints = len(node_facts.pool_taints(pool, prof))
-            if taints > KUEUE_MAX_TOLERATIONS:
+            if taints > tolerations:
                 problems.add(join(join("gpuPools", index[pool.name]), "taints"),
-                             f"pool {pool.name!r} carries {taints} taints but a Kueue ResourceFlavor holds at most "
-                             f"{KUEUE_MAX_TOLERATIONS} tolerations; drop extra taints")
-    if scheduler.kind == "volcano":
-        for i, team in enumerate(teams):
-            if team.name == "root":
-                problems.add(join(join("teams", i), "name"), "'root' is Volcano's own root queue; choose another name")
+                             f"pool {pool.name!r} carries {taints} taints but a {kind.title} ResourceFlavor holds at "
+                             f"most {tolerations} tolerations; drop extra taints")
+    for i, team in enumerate(teams):
+        if team.name in kind.reserved_queue_names:
+            problems.add(join(join("teams", i), "name"),
+                         f"{team.name!r} is {kind.title}'s own {team.name} queue; choose another name")
 
 
 def reclaim_opt_ins(items: Any, teams: list[Team], observability: Observability, problems: Problems) -> None:

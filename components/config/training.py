@@ -9,6 +9,7 @@ from components.config.errors import Problems
 from components.config.fields import Section, join, name_index
 from components.config.model import GpuPool, Scheduler, Team
 from components.scheduling.frameworks import FRAMEWORKS
+from components.scheduling.kinds import KINDS
 
 
 def topology_checks(items: list[Any], pools: list[GpuPool], scheduler: Scheduler, teams: list[Team],
@@ -16,20 +17,23 @@ def topology_checks(items: list[Any], pools: list[GpuPool], scheduler: Scheduler
     """`topology: true` is a Kueue feature whose placement depends on node labels and on the team queues' mix."""
     index = name_index(items)
     facts = prof.network_topology if prof else None
+    kind = KINDS.get(scheduler.kind)  # None when scheduler.kind was refused (its error is already reported)
+    topology = bool(kind and kind.topology)
+    able = " or ".join(f"scheduler.kind: {k.name}" for k in KINDS.values() if k.topology)
     for pool in pools:
         if not pool.topology:
             continue
         path = join(join("gpuPools", index[pool.name]), "topology")
-        if scheduler.kind != "kueue":
+        if not topology:
             problems.add(path, f"topology-aware scheduling is a Kueue feature (scheduler.kind is {scheduler.kind}); "
-                               "allowed: false, or scheduler.kind: kueue")
+                               f"allowed: false, or {able}")
         elif prof and not (facts and facts.labels(pool.instance_type)):
             problems.warn(path, f"{prof.service} puts no block or rack labels on {pool.instance_type} nodes: Kueue can "
                                 "place this pool's jobs by host (kubernetes.io/hostname) only")
         elif facts and facts.caveat:
             problems.warn(path, f"{facts.caveat}: Kueue sees only nodes that carry every level label, so without "
                                 "them this pool admits no job")
-    if scheduler.kind != "kueue":
+    if not topology:
         return
     tas = {p.name for p in pools if p.topology}
     for i, team in enumerate(teams):
@@ -63,8 +67,9 @@ def read_frameworks(sec: Section, kind: str | None, problems: Problems) -> tuple
         if missing:
             problems.add(path, f"{name} runs its jobs on {', '.join(missing)}; add {', '.join(missing)} to "
                                f"scheduler.frameworks")
-    if chosen and kind and kind != "kueue":
+    if chosen and kind in KINDS and not KINDS[kind].frameworks:
+        able = " or ".join(f"scheduler.kind: {k.name}" for k in KINDS.values() if k.frameworks)
         problems.add(path, f"frameworks are installed as Kueue integrations (gang admission, quotas); "
-                           f"scheduler.kind is {kind}: use scheduler.kind: kueue or remove scheduler.frameworks")
+                           f"scheduler.kind is {kind}: use {able} or remove scheduler.frameworks")
     # Install order follows the catalog, so a framework always comes after what it needs.
     return tuple(n for n in FRAMEWORKS if n in chosen)

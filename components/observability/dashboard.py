@@ -13,6 +13,7 @@ import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.meta.v1 as meta
 
 from components.config.model import PlatformConfig
+from components.scheduling.kinds import scheduler_kind
 from components.observability.prometheus import GRAFANA_DASHBOARD_LABEL
 from components.observability.rules import DCGM_JOB, HOT_GPU_CELSIUS
 
@@ -77,7 +78,7 @@ def _queue_panels(config: PlatformConfig) -> list[dict[str, Any]]:
         _panel("Pending GPUs per team (pods)", "timeseries", [
             _target("namespace:gpu_platform_pending_gpus:sum", "{{team}}")]),
     ]
-    if config.scheduler.kind == "kueue":
+    if scheduler_kind(config.scheduler.kind).workloads:  # the workload and quota series the recording rules keep
         panels += [
             _panel("Admission wait (p50 / p90)", "timeseries", [
                 _target("cluster_queue:gpu_platform_admission_wait_seconds:p50", "{{team}} p50"),

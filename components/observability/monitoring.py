@@ -10,33 +10,35 @@ from components.config.model import PlatformConfig
 from components.observability.dashboard import dashboard_config_map, dashboard_json
 from components.observability.prometheus import selector_labels
 from components.observability.rules import alert_groups, recording_groups
+from components.scheduling.kinds import scheduler_kind
 
 API = "monitoring.coreos.com/v1"
 PART_OF = {"app.kubernetes.io/part-of": "gpu-platform"}
-KUEUE_NAMESPACE = "kueue-system"
-VOLCANO_NAMESPACE = "volcano-system"
 
 
 def scheduler_monitor_spec(kind: str) -> dict[str, Any]:
     """Scrape Kueue's controller or Volcano's scheduler: neither chart's own monitor carries our selector label."""
-    if kind == "kueue":
-        return {
-            "namespaceSelector": {"matchNames": [KUEUE_NAMESPACE]},
-            # The metrics service shares the controller's labels with the webhook and visibility services.
-            "selector": {"matchLabels": {"app.kubernetes.io/name": "kueue", "control-plane": "controller-manager"},
-                         "matchExpressions": [{"key": "app.kubernetes.io/component", "operator": "NotIn",
-                                               "values": ["webhook-service", "visibility-service"]}]},
-            # Kueue serves metrics over HTTPS behind authn/authz with a self-signed certificate (its chart's own
-            # ServiceMonitor does the same): Prometheus authenticates with its ServiceAccount token.
-            "endpoints": [{"port": "https", "scheme": "https", "path": "/metrics", "interval": "30s",
-                           "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
-                           "tlsConfig": {"insecureSkipVerify": True}}],
-        }
-    return {
-        "namespaceSelector": {"matchNames": [VOLCANO_NAMESPACE]},
+    return {"namespaceSelector": {"matchNames": [scheduler_kind(kind).namespace]}, **_SCRAPE[kind]}
+
+
+# Per scheduler kind (components/scheduling/kinds.py): which service of its release serves metrics, and how.
+_SCRAPE: dict[str, dict[str, Any]] = {
+    "kueue": {
+        # The metrics service shares the controller's labels with the webhook and visibility services.
+        "selector": {"matchLabels": {"app.kubernetes.io/name": "kueue", "control-plane": "controller-manager"},
+                     "matchExpressions": [{"key": "app.kubernetes.io/component", "operator": "NotIn",
+                                           "values": ["webhook-service", "visibility-service"]}]},
+        # Kueue serves metrics over HTTPS behind authn/authz with a self-signed certificate (its chart's own
+        # ServiceMonitor does the same): Prometheus authenticates with its ServiceAccount token.
+        "endpoints": [{"port": "https", "scheme": "https", "path": "/metrics", "interval": "30s",
+                       "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                       "tlsConfig": {"insecureSkipVerify": True}}],
+    },
+    "volcano": {
         "selector": {"matchLabels": {"app": "volcano-scheduler"}},
         "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "30s"}],
-    }
+    },
+}
 
 
 @dataclass

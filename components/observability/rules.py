@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.config.model import PlatformConfig
+from components.scheduling.kinds import scheduler_kind
 
 GROUP_INTERVAL = "1m"
 # kube-state-metrics spells resource names with underscores; Kueue and Volcano keep the Kubernetes spelling.
@@ -205,7 +206,8 @@ def recording_groups(config: PlatformConfig) -> list[dict[str, Any]]:
     groups = [_group("gpu-platform.gpus", _gpu_rules(obs.dcgm))]
     if obs.dcgm:
         groups.append(_group("gpu-platform.slo", _slo_rules(obs.slo.min_utilization)))
-    queue_rules = _kueue_rules() if config.scheduler.kind == "kueue" else _volcano_rules()
+    # Kueue exports per-ClusterQueue workload and quota metrics; Volcano only per-queue pod metrics.
+    queue_rules = _kueue_rules() if scheduler_kind(config.scheduler.kind).workloads else _volcano_rules()
     groups.append(_group(f"gpu-platform.{config.scheduler.kind}", queue_rules))
     return groups
 
@@ -338,7 +340,7 @@ def _queue_alerts(config: PlatformConfig) -> list[dict[str, Any]]:
         "kubectl describe pod: look for unsatisfiable requests (wrong GPU count or MIG profile), missing "
         "tolerations, a GPU pool at maxNodes, or a gang that never fits. Compare the team's quota with its usage "
         "in the dashboard.", for_="5m")]
-    if config.scheduler.kind == "kueue":
+    if scheduler_kind(config.scheduler.kind).workloads:
         expr = ("cluster_queue:gpu_platform_pending_workloads:sum > 0\n"
                 "unless on (cluster_queue) (sum by (cluster_queue) (increase(kueue_admitted_workloads_total[5m])) > 0)")
         description = ("ClusterQueue {{ $labels.cluster_queue }} of team {{ $labels.team }} has had pending "

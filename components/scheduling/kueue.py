@@ -5,7 +5,7 @@ Queues count only GPU resources: CPU, memory and storage are excluded from Kueue
 never blocked on a resource no queue declares, and a CPU-only job is admitted without pinning a GPU pool.
 """
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import pulumi
 import pulumi_kubernetes.meta.v1 as meta
@@ -20,15 +20,18 @@ from components.clouds.profiles import profile
 from components.config.model import GpuPool, PlatformConfig, Team
 from components.scheduling import topology
 from components.scheduling.frameworks import kueue_integrations
+from components.scheduling.kinds import scheduler_kind
 from components.scheduling.priorities import LEVELS
 from components.scheduling.shares import COHORT, PoolShare, has_cohort, team_shares, team_weight
 from components.tenancy.team import RBAC_GROUP, TEAM_LABEL
 
-CHART = "oci://registry.k8s.io/kueue/charts/kueue"
-VERSION = "0.19.2"
-NAMESPACE = "kueue-system"
-API = "kueue.x-k8s.io/v1beta2"
-LOCAL_QUEUE = "default"  # Kueue's LocalQueue defaulting sends unlabeled jobs of a namespace to this queue
+if TYPE_CHECKING:
+    from components.context import Context
+    from components.tenancy.team import Team as TeamNamespace
+
+KIND = scheduler_kind("kueue")
+CHART, VERSION, NAMESPACE, API = KIND.chart, KIND.version, KIND.namespace, KIND.api
+LOCAL_QUEUE = KIND.local_queue
 USER_ROLE = "kueue-batch-user-role"  # the chart's role for submitting jobs and reading queues and workloads
 
 NOT_QUEUED = ("cpu", "memory", "ephemeral-storage", "hugepages-")  # resource prefixes Kueue does not count
@@ -260,3 +263,10 @@ class Kueue(pulumi.ComponentResource):
                     opts=team_guard,
                 )
         self.register_outputs({"release": self.release.status})
+
+
+def install(ctx: "Context", teams: "dict[str, TeamNamespace]") -> Release:
+    """The scheduling layer's entry (kinds.py names it): Kueue, with each team's LocalQueue in its namespace."""
+    kueue = Kueue("kueue", KueueArgs.from_config(ctx.config, {name: t.namespace.metadata.name
+                                                              for name, t in teams.items()}), opts=ctx.k8s_opts())
+    return kueue.release

@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 from components.context import Context
-from components.scheduling import volcano
 from components.scheduling.frameworks import Frameworks
-from components.scheduling.kueue import LOCAL_QUEUE, Kueue, KueueArgs
+from components.scheduling.kinds import scheduler_kind
 from components.scheduling.priorities import Priorities
-from components.scheduling.volcano import Volcano
 from components.tenancy.pool_admission import GpuPoolAdmission
 from components.tenancy.team import PRIORITY_LABEL, TEAM_LABEL, Team, TeamArgs
 
@@ -14,25 +12,21 @@ from components.tenancy.team import PRIORITY_LABEL, TEAM_LABEL, Team, TeamArgs
 def install(ctx: Context) -> None:
     """Create every team's namespace and its scheduler's queues; hand the scheduler release on as a handle."""
     config = ctx.config
-    kind = config.scheduler.kind
+    kind = scheduler_kind(config.scheduler.kind)
+    # Where the scheduler reads a namespace's default queue from an annotation, pods of a team go to its queue
+    # unless they name another one.
+    annotation = kind.namespace_queue_annotation
     teams = {
-        team.name: Team(team.name, TeamArgs.from_config(
-            config, team, volcano.namespace_annotations(team) if kind == "volcano" else {}), opts=ctx.k8s_opts())
+        team.name: Team(team.name, TeamArgs.from_config(config, team, {annotation: team.name} if annotation else {}),
+                        opts=ctx.k8s_opts())
         for team in config.teams
     }
     for name, team in teams.items():
         ctx.handles[f"namespace/{name}"] = team.namespace  # where later layers bind roles in a team's namespace
     Priorities("priorities", TEAM_LABEL, PRIORITY_LABEL, opts=ctx.k8s_opts())
     GpuPoolAdmission("gpu-pools", config, TEAM_LABEL, opts=ctx.k8s_opts())
-    if kind == "kueue":
-        scheduler = Kueue("kueue", KueueArgs.from_config(
-            config, {name: t.namespace.metadata.name for name, t in teams.items()}), opts=ctx.k8s_opts())
-        queues = {name: f"{name}/{LOCAL_QUEUE}" for name in teams}
-    else:
-        scheduler = Volcano("volcano", config, opts=ctx.k8s_opts())
-        queues = dict(zip(teams, teams))
-    ctx.handles[kind] = scheduler.release
+    ctx.handles[kind.name] = kind.install(ctx, teams)
     if config.scheduler.frameworks:
         Frameworks("frameworks", config, opts=ctx.k8s_opts())
-    ctx.exports["scheduling"] = {"kind": kind,
-                                 "teams": {name: {"namespace": name, "queue": queues[name]} for name in teams}}
+    ctx.exports["scheduling"] = {"kind": kind.name,
+                                 "teams": {name: {"namespace": name, "queue": kind.queue_of(name)} for name in teams}}

@@ -7,7 +7,7 @@ never lent).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import yaml
@@ -15,15 +15,16 @@ from pulumi_kubernetes.apiextensions import CustomResource
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
 
 from components.config.model import PRIORITIES, PlatformConfig, Team
+from components.scheduling.kinds import scheduler_kind
 from components.scheduling.shares import gpu_resources, has_cohort, team_ceiling, team_nominal, team_reserved, \
     team_weight
 
-CHART = "volcano"
-VERSION = "1.15.1"
-REPOSITORY = "https://volcano-sh.github.io/helm-charts"
-NAMESPACE = "volcano-system"
-API = "scheduling.volcano.sh/v1beta1"
-QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"  # on a namespace: the default queue of its pods
+if TYPE_CHECKING:
+    from components.context import Context
+    from components.tenancy.team import Team as TeamNamespace
+
+KIND = scheduler_kind("volcano")
+CHART, VERSION, REPOSITORY, NAMESPACE, API = KIND.chart, KIND.version, KIND.repository, KIND.namespace, KIND.api
 # enqueue admits jobs whose minimum fits; preempt works inside a queue by priority, reclaim takes lent
 # capacity back across queues; backfill fills gaps with best-effort pods.
 ACTIONS = ("enqueue", "allocate", "preempt", "reclaim", "backfill")
@@ -76,11 +77,6 @@ def queue_spec(config: PlatformConfig, team: Team) -> dict[str, Any]:
     return spec
 
 
-def namespace_annotations(team: Team) -> dict[str, str]:
-    """Pods in the team namespace go to the team's queue unless they name another one."""
-    return {QUEUE_ANNOTATION: team.name}
-
-
 class Volcano(pulumi.ComponentResource):
     """Volcano and one Queue per team."""
 
@@ -105,3 +101,8 @@ class Volcano(pulumi.ComponentResource):
             CustomResource(f"{name}-queue-{team.name}", api_version=API, kind="Queue", metadata={"name": team.name},
                            spec=queue_spec(config, team), opts=team_guard)
         self.register_outputs({"release": self.release.status})
+
+
+def install(ctx: Context, teams: dict[str, TeamNamespace]) -> Release:
+    """The scheduling layer's entry (kinds.py names it): Volcano, one cluster-wide Queue per team."""
+    return Volcano("volcano", ctx.config, opts=ctx.k8s_opts()).release

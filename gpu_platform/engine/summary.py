@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.scheduling.kinds import KINDS
 from gpu_platform.engine.plan import Plan, PlannedResource
 
 POOL_TYPE = "gpu-platform:cluster:GpuNodePool"
@@ -63,6 +64,10 @@ def pool_rows(plan: Plan) -> list[list[str]]:
     return rows
 
 
+# Schedulers whose queue for a team is one cluster-wide object named after the team (Volcano's Queue).
+_TEAM_NAMED_QUEUES = {f"kubernetes:{k.api}:{k.queue_kinds[0]}": k for k in KINDS.values() if k.local_queue is None}
+
+
 def _queue(plan: Plan, team: str) -> str:
     """The team's queue as planned: Kueue LocalQueue -> ClusterQueue, or the Volcano Queue; "-" when none."""
     for resource in plan.resources:
@@ -71,8 +76,8 @@ def _queue(plan: Plan, team: str) -> str:
         spec = resource.inputs.get("spec") or {}
         if kind == "LocalQueue" and meta.get("namespace") == team:
             return f"kueue {team}/{meta.get('name')} -> ClusterQueue {spec.get('clusterQueue')}"
-        if kind == "Queue" and "volcano" in resource.type and meta.get("name") == team:
-            return f"volcano Queue {team}"
+        if (row := _TEAM_NAMED_QUEUES.get(resource.type)) and meta.get("name") == team:
+            return f"{row.name} {kind} {team}"
     return "-"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.config.errors import Problems
-from policies.exemptions import Exemptions, Issue, Policy, Use, review  # noqa: F401  (the CLI's names for them)
+from policies.exemptions import Exemptions, Policy, review  # noqa: F401  (the CLI's names for them)
 
 
 def read_file(raw: Any, source: str) -> Policy:

@@ -12,6 +12,7 @@ import pulumi_kubernetes.rbac.v1 as rbac
 from components.config.model import PlatformConfig
 from components.tenancy.isolation import pod_security_labels
 from components.observability.reclaimer.job import ALERT, KUEUE_API, VOLCANO_BUS_API, VOLCANO_JOB_API
+from components.scheduling.kinds import scheduler_kind
 
 NAMESPACE = "gpu-platform-system"
 NAME = "gpu-reclaimer"
@@ -36,7 +37,7 @@ def rules(scheduler: str) -> list[rbac.PolicyRuleArgs]:
         rbac.PolicyRuleArgs(api_groups=[""], resources=["pods"], verbs=["get"]),
         rbac.PolicyRuleArgs(api_groups=[""], resources=["events"], verbs=["create"]),
     ]
-    if scheduler == "kueue":
+    if scheduler_kind(scheduler).workloads:  # reclaims by deactivating the Workload that admitted the job
         rules += [
             rbac.PolicyRuleArgs(api_groups=["batch"], resources=["jobs"], verbs=["get"]),
             rbac.PolicyRuleArgs(api_groups=[_group(KUEUE_API)], resources=["workloads"], verbs=["list", "patch"]),

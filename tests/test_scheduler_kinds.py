@@ -1,0 +1,84 @@
+"""The scheduler table (components/scheduling/kinds.py): one row per scheduler, read everywhere instead of names."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from components.config.teams import RESERVED_NAMESPACES
+from components.observability import monitoring
+from components.observability.reclaimer import job as reclaimer_job
+from components.scheduling import kueue, volcano
+from components.scheduling.kinds import KINDS, SCHEDULERS, scheduler_kind
+from policies import k8s as policy_k8s
+from policies.rules import gpu004_priorities_and_preemption as gpu004
+from policies.rules import gpu005_gang_admission as gpu005
+
+ROOT = Path(__file__).resolve().parents[1]
+# Files allowed to spell scheduler names and namespaces: the table itself, and the reclaimer script, which runs
+# from a ConfigMap with the standard library only and so keeps its own copy (checked below).
+OWN_COPIES = {"components/scheduling/kinds.py", "components/observability/reclaimer/job.py"}
+
+
+def test_an_unknown_kind_names_the_allowed_values():
+    assert scheduler_kind("volcano") is KINDS["volcano"]
+    with pytest.raises(ValueError, match=r"unknown scheduler kind 'slurm'; allowed: kueue, volcano"):
+        scheduler_kind("slurm")
+
+
+def test_the_components_install_what_their_row_says():
+    for module in (kueue, volcano):
+        row = module.KIND
+        assert (module.CHART, module.VERSION, module.NAMESPACE, module.API) == (
+            row.chart, row.version, row.namespace, row.api)
+    assert volcano.REPOSITORY == KINDS["volcano"].repository
+    assert kueue.LOCAL_QUEUE == KINDS["kueue"].local_queue
+
+
+@pytest.mark.parametrize("name", SCHEDULERS)
+def test_every_row_is_wired(name):
+    row = KINDS[name]
+    module, function = row.installer.split(":")
+    assert callable(getattr(__import__(module, fromlist=[function]), function))
+    assert row.namespace in RESERVED_NAMESPACES  # no team may take the scheduler's namespace
+    assert monitoring.scheduler_monitor_spec(name)["namespaceSelector"] == {"matchNames": [row.namespace]}
+
+
+def test_queue_names_as_jobs_use_them():
+    assert KINDS["kueue"].queue_of("research") == "research/default"
+    assert KINDS["volcano"].queue_of("research") == "research"
+
+
+def test_copies_outside_the_table_agree_with_it():
+    """The policy pack must not import components/ and the reclaimer script only the standard library."""
+    assert reclaimer_job.SCHEDULERS == SCHEDULERS
+    assert reclaimer_job.KUEUE_API == KINDS["kueue"].api
+    assert (gpu005.KUEUE, gpu005.VOLCANO, gpu004.VOLCANO) == ("kueue", "volcano", "volcano")
+    assert KINDS["kueue"].namespace in gpu005.KUEUE_DEFAULT_NAMESPACES["matchExpressions"][0]["values"]
+    assert f"kubernetes:{KINDS['kueue'].api}:ClusterQueue" in policy_k8s.CLUSTER_QUEUES
+    assert policy_k8s.VOLCANO_QUEUE == f"kubernetes:{KINDS['volcano'].api}:Queue"
+
+
+def _name_checks(tree: ast.AST) -> list[int]:
+    """Lines comparing something with a scheduler name (`x == "kueue"`, `x != "volcano"`, `x in ("kueue", ...)`)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for operand in (node.left, *node.comparators):
+                names = operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]
+                if any(isinstance(n, ast.Constant) and n.value in SCHEDULERS for n in names):
+                    found.append(node.lineno)
+    return found
+
+
+def test_no_scheduler_name_checks_or_namespaces_outside_the_table():
+    offenders = []
+    for path in sorted((ROOT / "components").rglob("*.py")) + sorted((ROOT / "gpu_platform").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in OWN_COPIES or rel.startswith("gpu_platform/simulator/"):
+            continue  # the simulator reads the planned graph on its own terms (refactored separately)
+        text = path.read_text()
+        offenders += [f"{rel}:{line}" for line in _name_checks(ast.parse(text))]
+        offenders += [f"{rel}: {row.namespace}" for row in KINDS.values() if f'"{row.namespace}"' in text]
+    assert offenders == []
