@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import gpu_platform.simulator
 
 PACKAGE = "gpu_platform.simulator"
@@ -93,3 +95,14 @@ def test_a_cycle_is_found():
     back = {f"{PACKAGE}.engine"}
     assert cycles({f"{PACKAGE}.engine": imported(inside, modules), f"{PACKAGE}.kueue.cycle": back})
     assert not cycles({f"{PACKAGE}.engine": imported(guarded, modules), f"{PACKAGE}.kueue.cycle": back})
+
+
+def test_the_registry_names_every_scheduler_and_refuses_others():
+    from gpu_platform.simulator.errors import SimulationError
+    from gpu_platform.simulator.kueue import KueueScheduler
+    from gpu_platform.simulator.scheduler import scheduler_for
+    from gpu_platform.simulator.volcano import VolcanoScheduler
+
+    assert scheduler_for("kueue") is KueueScheduler and scheduler_for("volcano") is VolcanoScheduler
+    with pytest.raises(SimulationError, match="no simulated scheduler 'yunikorn'; known: kueue, volcano"):
+        scheduler_for("yunikorn")
