@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from gpu_platform.simulator.engine import ADMITTED, EVICTING, QUEUED, RUNNING, Job, Simulation
 from gpu_platform.simulator.kueue.flavors import FIT, PREEMPT, Entry, FlavorAssigner
+from gpu_platform.simulator.kueue.preemption import Target
 from gpu_platform.simulator.kueue.quota import CQ, Failure, Pending
 from gpu_platform.simulator.scheduler import register
 
@@ -32,15 +33,9 @@ class Waiting(NamedTuple):
     fr: tuple[str, str]
 
 
-class Hold(NamedTuple):
-    """Quota held this cycle for a waiting preemptor."""
-
-    fr: tuple[str, str]
-    amount: int
-
-
 class Reservation(NamedTuple):
-    """Quota reserved for the rest of a cycle, given back when it ends."""
+    """Quota reserved for the rest of a cycle (for an entry, or held for a waiting preemptor), given back when it
+    ends."""
 
     cq: CQ
     fr: tuple[str, str]
@@ -108,13 +103,13 @@ class KueueScheduler(FlavorAssigner):
             return
         # What evictions in flight free is held for the preemptor waiting on them (kueue#13797), so a borrower
         # cannot take it back between two targets' evictions; a queue's own hold is its head's to use.
-        holds: dict[CQ, tuple[tuple[str, str], int]] = {}
+        holds: dict[CQ, Reservation] = {}
         self.held.clear()
         for cq, (job, fr) in list(self.waiting.items()):
             if job.state != QUEUED:
                 del self.waiting[cq]
             else:
-                hold = holds[cq] = Hold(fr, max(0, min(job.units, self.available(cq, fr))))
+                hold = holds[cq] = Reservation(cq, fr, max(0, min(job.units, self.available(cq, fr))))
                 self._shift(cq, fr, hold.amount)
                 key = (id(cq.group), fr)
                 self.held[key] = self.held.get(key, 0) + hold.amount
@@ -122,24 +117,24 @@ class KueueScheduler(FlavorAssigner):
         for cq in sorted(self.dirty, key=lambda c: c.idx):
             hold = holds.get(cq)
             if hold:
-                self._shift(cq, hold[0], -hold[1])
+                self._shift(cq, hold.fr, -hold.amount)
             entry = self._nominate(cq)
             if hold:
-                if entry is not None and entry.job is self.waiting[cq][0]:
-                    self._shift(cq, hold[0], hold[1])
+                if entry is not None and entry.job is self.waiting[cq].job:
+                    self._shift(cq, hold.fr, hold.amount)
                 else:  # the waiting head became inadmissible: it stops holding
                     del holds[cq], self.waiting[cq]
             if entry is None:
                 self.dirty.discard(cq)
             else:
                 entries.append(entry)
-        reserved = [Reservation(cq, hold.fr, hold.amount) for cq, hold in holds.items()]
+        reserved = list(holds.values())
         if entries:
             self._process(entries, holds, reserved, t)
         for cq, fr, amount in reserved:
             self._shift(cq, fr, -amount)
 
-    def _process(self, entries: list[Entry], holds: dict[CQ, Hold], reserved: list[Reservation], t: float) -> None:
+    def _process(self, entries: list[Entry], holds: dict[CQ, Reservation], reserved: list[Reservation], t: float) -> None:
         for e in entries:
             job = e.job
             if self.fair:
@@ -148,14 +143,14 @@ class KueueScheduler(FlavorAssigner):
                 e.key = (e.borrows, -job.priority, job.ts, job.seq)
         entries.sort(key=lambda e: e.key)
         preempted: dict[int, Job] = {}  # this cycle's eviction targets: their quota is freed at the cycle's end
-        evictions: list[tuple[Job, str]] = []
+        evictions: list[Target] = []
         for e in entries:
             cq, job, fr = e.cq, e.job, e.fr
             waiting = cq in self.waiting and self.waiting[cq].job is job
             if waiting and cq in holds:  # the held quota is this entry's to use now
-                held_fr, amount = holds.pop(cq)
-                self._shift(cq, held_fr, -amount)
-                reserved.remove(Reservation(cq, held_fr, amount))
+                hold = holds.pop(cq)
+                self._shift(cq, hold.fr, -hold.amount)
+                reserved.remove(hold)
             if e.mode == PREEMPT and not e.targets:
                 if waiting:
                     del self.waiting[cq]
