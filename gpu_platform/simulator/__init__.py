@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+# The schedulers register themselves with scheduler.py on import; the engine finds them there by name.
+from gpu_platform.simulator import kueue, volcano  # noqa: F401  (imported to register)
 from gpu_platform.simulator.engine import SimResult, Simulation, Timing, build_jobs
 from gpu_platform.simulator.errors import SimulationError
 from gpu_platform.simulator.model import Model, load_model

@@ -1,9 +1,9 @@
 """Discrete-event simulation: arrivals, scheduling cycles, pod packing on nodes, completions and evictions.
 
-Events sit in one heap; nothing loops over all jobs per tick. A scheduler (Kueue or Volcano semantics) decides
-admission once per cycle; this module owns what happens after: pods are bound to real nodes of the flavor's
-pool (so a gang needs room on whole nodes and fragmentation shows), a job runs once all its pods are bound,
-and GPUs are accounted per team for the report.
+Events sit in one heap; nothing loops over all jobs per tick. A scheduler (Kueue or Volcano semantics, found by
+name in scheduler.py's registry, never imported here) decides admission once per cycle; this module owns what
+happens after: pods are bound to real nodes of the flavor's pool (so a gang needs room on whole nodes and
+fragmentation shows), a job runs once all its pods are bound, and GPUs are accounted per team for the report.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from gpu_platform.simulator.errors import SimulationError
 from gpu_platform.simulator.model import ANY_FLAVOR, GPU, Model
+from gpu_platform.simulator.scheduler import Scheduler, scheduler_for
 
 QUEUED, BACKOFF, ADMITTED, RUNNING, DONE, INACTIVE, EVICTING = range(7)
 # Event kinds, in the order they are handled when they fall on the same instant.
@@ -224,13 +225,7 @@ class Simulation:
         self.idle_area = 0.0
         self.preemptions: list[Preemption] = []
         self.checks = {"events": 0}
-        # Imported here: the schedulers import this module.
-        if model.scheduler == "volcano":
-            from gpu_platform.simulator.volcano import VolcanoScheduler
-            self.scheduler = VolcanoScheduler(self)
-        else:
-            from gpu_platform.simulator.kueue import KueueScheduler
-            self.scheduler = KueueScheduler(self)
+        self.scheduler: Scheduler = scheduler_for(model.scheduler)(self)
 
     # ---- the loop ---------------------------------------------------------------------------------------------
     def push(self, t: float, kind: int, job: Job | None = None, run: int = 0) -> None:

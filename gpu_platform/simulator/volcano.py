@@ -19,6 +19,7 @@ import math
 
 from gpu_platform.simulator.engine import ADMITTED, RUNNING, Job, NodeGroup, Simulation, pods_for
 from gpu_platform.simulator.model import ANY_FLAVOR
+from gpu_platform.simulator.scheduler import register
 
 
 class VQueue:
@@ -35,6 +36,7 @@ class VQueue:
         self.deserved: dict[str, float] = {}
 
 
+@register("volcano")
 class VolcanoScheduler:
     """Queues and the session."""
 

@@ -1,0 +1,310 @@
+"""Kueue's scheduling cycle (v0.19, `kueue.x-k8s.io/v1beta2`), for flat cohorts: the engine's Scheduler.
+
+Mirrors Kueue's `pkg/scheduler` (scheduler.go's schedule loop) and its queue manager (`pkg/queue`: heads,
+BestEffortFIFO/StrictFIFO, inadmissible workloads). Per cycle: each ClusterQueue offers one head (priority,
+then FIFO by queue-order timestamp); BestEffortFIFO skips heads that fit nowhere, StrictFIFO blocks behind them.
+A head is assigned a flavor (flavors.py). Entries are then processed in Kueue's order (not borrowing first, then
+priority, then FIFO; with fair sharing, lowest dominant resource share first): a fit is admitted if it still
+fits after this cycle's earlier entries; a preemption (unless its targets overlap an earlier one's) reserves the
+preemptor's quota for the rest of the cycle and evicts its targets at the cycle's end, and the preemptor is
+admitted in a later cycle, staying its queue's head meanwhile (BestEffortFIFO's sticky head, kueue#7157, so a
+lower head cannot hand the freed quota back to the evicted workload: kueue#6947) and holding what its targets free
+(kueue#13797). A head needing preemption without candidates holds back quota for the cycle unless its queue can
+always reclaim (`reclaimWithinCohort: Any`). Heads that cannot be admitted are skipped within the cycle (Kueue
+spends a cycle on each) and parked until the cohort frees quota, as Kueue requeues inadmissible workloads only
+when a workload finishes or is evicted.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import NamedTuple
+
+from gpu_platform.simulator.engine import ADMITTED, EVICTING, QUEUED, RUNNING, Job, Simulation
+from gpu_platform.simulator.kueue.flavors import FIT, PREEMPT, Entry, FlavorAssigner
+from gpu_platform.simulator.kueue.preemption import Target
+from gpu_platform.simulator.kueue.quota import CQ, Failure, Pending
+from gpu_platform.simulator.scheduler import register
+
+
+class Waiting(NamedTuple):
+    """A preemptor waiting for its targets' pods to go."""
+
+    job: Job
+    fr: tuple[str, str]
+
+
+class Reservation(NamedTuple):
+    """Quota reserved for the rest of a cycle (for an entry, or held for a waiting preemptor), given back when it
+    ends."""
+
+    cq: CQ
+    fr: tuple[str, str]
+    amount: int
+
+
+@register("kueue")
+class KueueScheduler(FlavorAssigner):
+    """ClusterQueues, cohorts and the scheduling cycle."""
+
+    def __init__(self, sim: Simulation):
+        super().__init__(sim)
+        model = sim.model
+        self.block = model.gang.enabled and model.gang.block_admission
+        self.unready = 0
+        self._frs_cache: dict[tuple, tuple] = {}
+        # Preemptors waiting for their targets' pods to go, per queue: what those free is held for them
+        # (kueue#13797), so a borrower cannot take it back between two targets' evictions.
+        self.waiting: dict[CQ, Waiting] = {}
+        self.held: dict[tuple[int, tuple[str, str]], int] = {}  # this cycle's holds per cohort and resource
+
+    # ---- engine hooks -----------------------------------------------------------------------------------------
+    def wants_cycle(self) -> bool:
+        return bool(self.dirty) and not (self.block and self.unready)
+
+    def submit(self, job: Job, t: float) -> None:
+        cq = self.cqs[job.queue]
+        if job.bucket is None:
+            job.bucket = (job.units, job.resource, job.pools)
+            key = (cq.name, job.resource, job.pools)
+            if key not in self._frs_cache:
+                self._frs_cache[key] = (self._flavors(cq, job), self.sim.candidate_groups(cq.spec, job.resource,
+                                                                                           job.pools))
+            cq.frs[job.bucket], job.cand_groups = self._frs_cache[key]
+        heap = cq.buckets.get(job.bucket)
+        if heap is None:
+            heap = cq.buckets[job.bucket] = []
+        cq.wake = None
+        entry = Pending(-job.priority, job.ts, job.seq, job)
+        heapq.heappush(heap, entry)
+        if heap[0] is entry:
+            cq.fails.pop(job.bucket, None)
+        self.dirty.add(cq)
+
+    def started(self, job: Job, t: float) -> None:
+        if self.block:
+            self.unready -= 1
+
+    def release(self, job: Job, t: float, evicted: bool = False, was_admitted: bool = False) -> None:
+        cq = self.cqs[job.queue]
+        cq.admitted.pop(job, None)
+        fr = (job.flavor, job.resource)
+        sizes = cq.sizes[fr]
+        if sizes[job.units] == 1:
+            del sizes[job.units]
+        else:
+            sizes[job.units] -= 1
+        self._use(cq, fr, -job.units, job.priority)
+        if self.block and was_admitted:
+            self.unready -= 1
+
+    # ---- the cycle --------------------------------------------------------------------------------------------
+    def cycle(self, t: float) -> None:
+        if self.block and self.unready:
+            return
+        # What evictions in flight free is held for the preemptor waiting on them (kueue#13797), so a borrower
+        # cannot take it back between two targets' evictions; a queue's own hold is its head's to use.
+        holds: dict[CQ, Reservation] = {}
+        self.held.clear()
+        for cq, (job, fr) in list(self.waiting.items()):
+            if job.state != QUEUED:
+                del self.waiting[cq]
+            else:
+                hold = holds[cq] = Reservation(cq, fr, max(0, min(job.units, self.available(cq, fr))))
+                self._shift(cq, fr, hold.amount)
+                key = (id(cq.group), fr)
+                self.held[key] = self.held.get(key, 0) + hold.amount
+        entries = []
+        for cq in sorted(self.dirty, key=lambda c: c.idx):
+            hold = holds.get(cq)
+            if hold:
+                self._shift(cq, hold.fr, -hold.amount)
+            entry = self._nominate(cq)
+            if hold:
+                if entry is not None and entry.job is self.waiting[cq].job:
+                    self._shift(cq, hold.fr, hold.amount)
+                else:  # the waiting head became inadmissible: it stops holding
+                    del holds[cq], self.waiting[cq]
+            if entry is None:
+                self.dirty.discard(cq)
+            else:
+                entries.append(entry)
+        reserved = list(holds.values())
+        if entries:
+            self._process(entries, holds, reserved, t)
+        for cq, fr, amount in reserved:
+            self._shift(cq, fr, -amount)
+
+    def _process(self, entries: list[Entry], holds: dict[CQ, Reservation], reserved: list[Reservation], t: float) -> None:
+        for e in entries:
+            job = e.job
+            if self.fair:
+                e.key = (self.drs(e.cq, e.fr, job.units), -job.priority, job.ts, job.seq)
+            else:
+                e.key = (e.borrows, -job.priority, job.ts, job.seq)
+        entries.sort(key=lambda e: e.key)
+        preempted: dict[int, Job] = {}  # this cycle's eviction targets: their quota is freed at the cycle's end
+        evictions: list[Target] = []
+        for e in entries:
+            cq, job, fr = e.cq, e.job, e.fr
+            waiting = cq in self.waiting and self.waiting[cq].job is job
+            if waiting and cq in holds:  # the held quota is this entry's to use now
+                hold = holds.pop(cq)
+                self._shift(cq, hold.fr, -hold.amount)
+                reserved.remove(hold)
+            if e.mode == PREEMPT and not e.targets:
+                if waiting:
+                    del self.waiting[cq]
+                # No candidates: unless the queue can always reclaim (reclaimWithinCohort: Any), hold back what
+                # it may still take so a lower-priority entry of the cohort cannot take it first this cycle.
+                if cq.spec.reclaim_within_cohort != "Any":
+                    self._reserve(cq, fr, self._to_reserve(e), reserved)
+                continue
+            targets = [w for w, _ in e.targets]
+            if e.mode == PREEMPT and all(w.state == EVICTING for w in targets):
+                # Still waiting for the targets' pods to go: nothing to do until the cohort's usage changes.
+                if not cq.strict:
+                    cq.sticky = job
+                self.waiting[cq] = Waiting(job, fr)
+                self._reserve(cq, fr, max(0, min(job.units, self.available(cq, fr))), reserved)
+                self.dirty.discard(cq)
+                continue
+            if any(id(w) in preempted for w in targets):
+                continue  # overlapping targets with an earlier entry of this cycle
+            if not self._fits_without(cq, fr, job.units, [*preempted.values(), *targets]):
+                continue  # no longer fits after this cycle's earlier entries; stays at the head
+            if e.mode == FIT:
+                if self.block and self.unready:
+                    break  # blockAdmission: nothing more until the admitted workloads' pods are ready
+                if waiting:
+                    del self.waiting[cq]
+                self._admit(cq, job, fr, t)
+            else:
+                preempted.update((id(w), w) for w in targets)
+                self._reserve(cq, fr, job.units, reserved)
+                self.waiting[cq] = Waiting(job, fr)
+                if not cq.strict:
+                    cq.sticky = job
+                evictions.extend(e.targets)
+        for job, reason in evictions:
+            if job.state in (ADMITTED, RUNNING):
+                self.sim.evict(job, reason, t)
+
+    def _reserve(self, cq: CQ, fr, amount: int, reserved: list[Reservation]) -> None:
+        if amount > 0:
+            self._shift(cq, fr, amount)
+            reserved.append(Reservation(cq, fr, amount))
+
+    def _to_reserve(self, e: Entry) -> int:
+        """Kueue's quotaResourcesToReserve for a preempting entry without targets."""
+        cq, fr, units = e.cq, e.fr, e.job.units
+        if e.borrows:
+            limit = cq.bl[fr]
+            return units if limit is None else min(units, cq.nominal[fr] + limit - cq.usage[fr])
+        return max(0, min(units, cq.nominal[fr] - cq.usage[fr]))
+
+    def _fits_without(self, cq: CQ, fr, units: int, removed: list[Job]) -> bool:
+        for w in removed:
+            self._shift(self.cqs[w.queue], (w.flavor, w.resource), -w.units)
+        try:
+            return units <= self.available(cq, fr)
+        finally:
+            for w in removed:
+                self._shift(self.cqs[w.queue], (w.flavor, w.resource), w.units)
+
+    def _nominate(self, cq: CQ) -> Entry | None:
+        cq.wake = None
+        if not cq.buckets:
+            return None
+        sticky = cq.sticky
+        if sticky is not None:
+            cq.sticky = None
+            if sticky.state == QUEUED:
+                entry = self._evaluate(cq, sticky)
+                if entry is not None and (entry.mode == FIT or entry.targets):
+                    return entry
+        version = cq.group.version
+        failed: list[Job] = []
+        for head in sorted(heap[0] for heap in cq.buckets.values()):
+            job = head.job
+            if self._parked(cq, job, version):
+                pass
+            else:
+                dominant = next((f for f in failed if f.resource == job.resource and f.pools == job.pools
+                                 and f.units <= job.units and f.priority >= job.priority), None)
+                if dominant is not None:
+                    # No easier than a head that just failed (more units, no higher priority): parked as long.
+                    cq.fails[job.bucket] = cq.fails[dominant.bucket]._replace(seq=job.seq)
+                else:
+                    entry = self._evaluate(cq, job)
+                    if entry is not None and (entry.mode == FIT or entry.targets):
+                        return entry
+                    # Not admissible now: parked until the cohort frees quota (at least what it lacks, if known).
+                    cq.fails[job.bucket] = Failure(version, job.seq, *self._deficit(cq, job))
+                    failed.append(job)
+                    if entry is not None and cq.spec.reclaim_within_cohort != "Any":
+                        return entry  # preempting without candidates: it still holds quota back this cycle
+            if cq.strict:
+                break
+        cq.wake = self._wake(cq)
+        return None
+
+    def _wake(self, cq: CQ) -> dict[tuple[str, str], int] | None:
+        """When every head is parked: per flavor resource, how much must have been released in the cohort before
+        any head could be admitted (None: on any release)."""
+        heads = sorted(heap[0] for heap in cq.buckets.values())
+        wake: dict[tuple[str, str], int] = {}
+        for head in heads[:1] if cq.strict else heads:
+            job = head.job
+            fail = cq.fails.get(job.bucket)
+            if fail is None or fail.seq != job.seq or fail.fr is None or fail.deficit <= 0:
+                return None
+            fr, at = fail.fr, fail.released + fail.deficit
+            if at < wake.get(fr, at + 1):
+                wake[fr] = at
+        return wake
+
+    def _parked(self, cq: CQ, job: Job, version: int) -> bool:
+        """Whether a head that failed before still cannot be admitted: nothing was freed since, or less than it
+        lacked (freeing k units raises what it could get by at most k; admissions never raise it)."""
+        fail = cq.fails.get(job.bucket)
+        if fail is None or fail.seq != job.seq:
+            return False
+        if fail.version == version:
+            return True
+        return fail.fr is not None and cq.group.released.get(fail.fr, 0) - fail.released < fail.deficit
+
+    def _deficit(self, cq: CQ, job: Job) -> tuple[tuple[str, str] | None, int, int]:
+        """(flavor resource, units released so far, units lacking) for a single-flavor head that failed."""
+        frs = cq.frs[job.bucket]
+        if len(frs) != 1 or self.fair:
+            # With fair sharing an admission can raise another queue's share and so make room: no shortcut.
+            return None, 0, 0
+        fr = frs[0]
+        if job.units > self.potential(cq, fr):
+            return fr, 0, 1 << 62
+        # Holds can vanish without a release (their preemptor admitted or given up): credit them up front.
+        held = self.held.get((id(cq.group), fr), 0)
+        last = self._last_short
+        short = last.units if last.job is job and last.fr == fr else self._shortfall(cq, job, fr)
+        return fr, cq.group.released.get(fr, 0), max(0, short - held)
+
+
+    def _admit(self, cq: CQ, job: Job, fr: tuple[str, str], t: float) -> None:
+        heap = cq.buckets[job.bucket]
+        if heap[0].job is job:
+            heapq.heappop(heap)
+        else:  # a sticky head that is no longer first in its bucket
+            heap[:] = [e for e in heap if e.job is not job]
+            heapq.heapify(heap)
+        cq.fails.pop(job.bucket, None)
+        if not heap:
+            del cq.buckets[job.bucket]
+        cq.admitted[job] = None
+        sizes = cq.sizes[fr]
+        sizes[job.units] = sizes.get(job.units, 0) + 1
+        job.flavor = fr[0]
+        self._use(cq, fr, job.units, job.priority)
+        if self.block:
+            self.unready += 1
+        self.sim.admit(job, fr[0], self.sim.groups.get((self.sim.flavor_pool(fr[0]), fr[1])), t)
+

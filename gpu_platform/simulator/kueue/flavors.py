@@ -1,0 +1,57 @@
+"""Flavor assignment: which ResourceFlavor of its ClusterQueue a head workload gets, and how.
+
+Mirrors Kueue's `pkg/scheduler/flavorassigner`: the queue's flavors for the job's resource are tried in order;
+the first where the job fits within what the queue may take (borrowing included) is a Fit, else the first where
+the preemption oracle finds targets is a Preempt (with those targets), else the first the job could ever fit is
+a Preempt without targets (it holds quota back for the cycle).
+"""
+from __future__ import annotations
+
+from gpu_platform.simulator.engine import Job
+from gpu_platform.simulator.kueue.preemption import NO_SHORTFALL, Preemptor, Target
+from gpu_platform.simulator.kueue.quota import CQ
+
+FIT, PREEMPT = 1, 2  # Kueue's FlavorAssignmentMode (NoFit is None here)
+
+
+class Entry:
+    """A nominated head and its assignment: mode, flavor resource, whether it borrows, preemption targets."""
+
+    __slots__ = ("cq", "job", "mode", "fr", "borrows", "targets", "key")
+
+    def __init__(self, cq: CQ, job: Job, mode: int, fr: tuple[str, str], borrows: bool,
+                 targets: list[Target] | tuple = ()):
+        self.cq, self.job, self.mode, self.fr, self.borrows, self.targets = cq, job, mode, fr, borrows, targets
+
+
+class FlavorAssigner(Preemptor):
+    """Assigns flavors, asking the preemptor when a head fits nowhere as is."""
+
+    def _flavors(self, cq: CQ, job: Job) -> list[tuple[str, str]]:
+        frs = []
+        for flavor in cq.spec.flavors_for(job.resource):
+            pool = self.sim.flavor_pool(flavor)
+            if job.pools is None or pool in job.pools or flavor in job.pools:
+                frs.append((flavor, job.resource))
+        return frs
+
+    def _evaluate(self, cq: CQ, job: Job) -> Entry | None:
+        """Flavor assignment: the first flavor where the job fits, else the first where preemption makes room."""
+        self._last_short = NO_SHORTFALL
+        units = job.units
+        preemptible = []
+        for fr in cq.frs[job.bucket]:
+            if units > self.potential(cq, fr):
+                continue
+            if units <= self.available(cq, fr):
+                return Entry(cq, job, FIT, fr, cq.usage[fr] + units > cq.nominal[fr])
+            preemptible.append(fr)
+        for fr in preemptible:
+            targets = self._targets(cq, job, fr)
+            if targets:
+                return Entry(cq, job, PREEMPT, fr, cq.usage[fr] + units > cq.nominal[fr], targets)
+        if preemptible:
+            fr = preemptible[0]
+            return Entry(cq, job, PREEMPT, fr, cq.usage[fr] + units > cq.nominal[fr])
+        return None
+
