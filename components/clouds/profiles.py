@@ -40,6 +40,8 @@ class GpuImage:
     note: str = ""  # why sharing_modes is limited, shown in errors
     # The block device that holds container images, which the pool's launch template sizes.
     image_volume: str = ""
+    # The Karpenter EC2NodeClass AMI alias family of this image (EKS), where Karpenter can provision it.
+    karpenter_alias: str = ""
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,10 @@ class CloudProfile:
     reservations_key: str = ""
     # Who scales GPU pools: "pool" (the cloud's own pool autoscaling) or "cluster-autoscaler" (installed by us).
     autoscaler: str = "pool"
+    # The extras key choosing a native node provisioner instead (its first choice, the default, is `autoscaler`),
+    # and the capacity types the native provisioner cannot buy.
+    provisioner_key: str = ""
+    provisioner_unsupported_capacity: tuple[str, ...] = ()
     # Node label the Cluster Autoscaler reads to know a new node will have GPUs, so it waits for the device plugin
     # instead of scaling up again.
     autoscaler_gpu_label: str = ""
@@ -311,10 +317,11 @@ def _google_group(value: str) -> str | None:
 # EKS GPU AMIs (REFERENCE section 1). Bottlerocket ships its own NVIDIA device plugin: these labels keep the GPU
 # Operator's operands off its nodes, or the operator's plugin crash-loops (awslabs/ai-on-eks#78).
 _EKS_GPU_IMAGES = {
-    "AL2023_x86_64_NVIDIA": GpuImage(image_volume="/dev/xvda"),
+    # Karpenter's al2023/bottlerocket aliases resolve to the NVIDIA variant of the AMI on GPU instance types.
+    "AL2023_x86_64_NVIDIA": GpuImage(image_volume="/dev/xvda", karpenter_alias="al2023"),
     # Bottlerocket keeps its OS on /dev/xvda and containers on a separate data volume.
     "BOTTLEROCKET_x86_64_NVIDIA": GpuImage(
-        image_volume="/dev/xvdb",
+        image_volume="/dev/xvdb", karpenter_alias="bottlerocket",
         labels={f"nvidia.com/gpu.deploy.{operand}": "false"
                 for operand in ("device-plugin", "driver", "mig-manager", "container-toolkit")},
         sharing_modes=("none",),
@@ -371,6 +378,9 @@ PROFILES: dict[str, CloudProfile] = {
             "zones": ExtraKey(list, "AZs of the VPC this platform creates, in order (default: the region's first "
                                     "three); a reserved pool's AZ outside them gets a subnet of its own",
                               check=_aws_zones, conflicts=("subnetIds",)),
+            "provisioner": ExtraKey(str, "who makes GPU nodes: cluster-autoscaler (default; managed node groups) or "
+                                         "karpenter (a Karpenter NodePool and EC2NodeClass per GPU pool)",
+                                    choices=("cluster-autoscaler", "karpenter")),
             "capacityBlocks": ExtraKey(dict, "per reserved pool: {reservationId, availabilityZone} of its EC2 "
                                              "Capacity Block for ML", check=_capacity_blocks, zones=_block_zones),
         },
@@ -384,6 +394,10 @@ PROFILES: dict[str, CloudProfile] = {
         reservations_key="capacityBlocks",
         # Managed node groups have no autoscaling of their own: only min/max bounds for the Cluster Autoscaler.
         autoscaler="cluster-autoscaler",
+        provisioner_key="provisioner",
+        # Capacity Blocks (reserved pools) need Karpenter's capacityReservationSelectorTerms, not built here: they stay
+        # on managed node groups, so a Karpenter stack refuses them.
+        provisioner_unsupported_capacity=("reserved",),
         # The Cluster Autoscaler's AWS GPU label: nodes carrying it count as unready until GPUs are advertised.
         autoscaler_gpu_label="k8s.amazonaws.com/accelerator",
         # The managed node group API rejects these label prefixes (InvalidParameterException, eksctl#4007).

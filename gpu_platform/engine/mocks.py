@@ -23,6 +23,9 @@ _COMPUTED: dict[str, Callable[[str, dict], dict]] = {
         "certificateAuthority": {"data": "T0ZGTElORQ=="},
         "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.offline.amazonaws.com/id/{name.upper()}"}]}],
         "arn": f"arn:aws:eks:offline:000000000000:cluster/{inputs.get('name', name)}",
+        # EKS makes the cluster security group; Karpenter's EC2NodeClass selects it by id.
+        "vpcConfig": {**inputs.get("vpcConfig", {}),
+                      "clusterSecurityGroupId": "sg-" + hashlib.sha256(name.encode()).hexdigest()[:17]},
     },
     "aws:iam/role:Role": lambda name, _: {"arn": f"arn:aws:iam::000000000000:role/{name}"},
     "aws:iam/openIdConnectProvider:OpenIdConnectProvider": lambda name, _: {

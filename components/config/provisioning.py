@@ -1,0 +1,38 @@
+"""Checks for a native node provisioner (`cluster.<cloud>.provisioner`, EKS Karpenter) against the GPU pools."""
+from __future__ import annotations
+
+from typing import Any
+
+from components.clouds.profiles import CloudProfile
+from components.config.errors import Problems
+from components.config.fields import join
+from components.config.model import CAPACITY_TYPES, GpuPool
+
+KARPENTER = "karpenter"
+
+
+def provisioner(extras: dict[str, Any], prof: CloudProfile) -> str:
+    """The stack's node provisioner: the extras choice, else the cloud's autoscaler."""
+    return extras.get(prof.provisioner_key, prof.autoscaler) if prof.provisioner_key else prof.autoscaler
+
+
+def provisioner_checks(extras: dict[str, Any], pool_items: list[Any], pools: list[GpuPool], prof: CloudProfile,
+                       problems: Problems) -> None:
+    """Pools a native provisioner cannot make: capacity it cannot buy, and nodes kept up without pending pods."""
+    if provisioner(extras, prof) == prof.autoscaler:
+        return
+    key = f"cluster.{prof.name}.{prof.provisioner_key}"
+    by_name = {pool.name: pool for pool in pools}
+    for i, item in enumerate(pool_items):
+        pool = by_name.get(item.get("name")) if isinstance(item, dict) else None
+        if pool is None:
+            continue
+        path = join("gpuPools", i)
+        if pool.capacity_type in prof.provisioner_unsupported_capacity:
+            allowed = [t for t in CAPACITY_TYPES if t not in prof.provisioner_unsupported_capacity]
+            problems.add(join(path, "capacityType"), f"{pool.capacity_type!r} is not supported with {key}: "
+                                                     f"{extras[prof.provisioner_key]}; allowed: {', '.join(allowed)}")
+        if pool.min_nodes:
+            # Karpenter launches nodes for pending pods only and removes empty ones: a floor would be silently lost.
+            problems.add(join(path, "minNodes"), f"must be 0 with {key}: {extras[prof.provisioner_key]} starts GPU "
+                                                 f"nodes only for pending pods; got {pool.min_nodes}")
