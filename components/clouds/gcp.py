@@ -230,6 +230,14 @@ class GkeCluster(PlatformCluster):
             node_config["spot"] = True
         if pool.capacity_type == "reserved":
             node_config["reservation_affinity"] = {"consume_reservation_type": "ANY_RESERVATION"}
+        queued: dict = {}
+        if pool.queued:
+            # Dynamic Workload Scheduler (GKE provisioningrequest guide): nodes come only through ProvisioningRequests,
+            # as flex-start capacity, never from a reservation, from any zone that has them all, and without
+            # auto-repair, which would recreate a node outside its request.
+            node_config["flex_start"] = True
+            node_config["reservation_affinity"] = {"consume_reservation_type": "NO_RESERVATION"}
+            queued = {"queued_provisioning": {"enabled": True}}
         node_pool_resource = container.NodePool(
             f"{pool_name}-nodepool",
             name=pool.cloud_name,
@@ -241,8 +249,8 @@ class GkeCluster(PlatformCluster):
             # Total (not per-zone) limits keep minNodes/maxNodes meaning the whole pool; ANY lets spot capacity come
             # from whichever zone has it, BALANCED spreads on-demand nodes.
             autoscaling={"total_min_node_count": pool.min_nodes, "total_max_node_count": pool.max_nodes,
-                         "location_policy": "ANY" if pool.capacity_type == "spot" else "BALANCED"},
-            management={"auto_repair": True, "auto_upgrade": True},
+                         "location_policy": "ANY" if pool.capacity_type == "spot" or pool.queued else "BALANCED"},
+            management={"auto_repair": not pool.queued, "auto_upgrade": True}, **queued,
             # A surge node would be one more scarce GPU machine: upgrade by replacing one node at a time.
             upgrade_settings={"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1},
             node_config=node_config,

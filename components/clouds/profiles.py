@@ -119,6 +119,9 @@ class CloudProfile:
     # and the capacity types the native provisioner cannot buy.
     provisioner_key: str = ""
     provisioner_unsupported_capacity: tuple[str, ...] = ()
+    # The ProvisioningRequest class of the cloud's queued provisioning (gpuPools[].provisioning: queued), which
+    # Kueue's provisioning admission check asks for; empty where the cloud has none.
+    queued_provisioning_class: str = ""
     # Node label the Cluster Autoscaler reads to know a new node will have GPUs, so it waits for the device plugin
     # instead of scaling up again.
     autoscaler_gpu_label: str = ""
@@ -486,6 +489,8 @@ PROFILES: dict[str, CloudProfile] = {
         pool_naming=PoolNaming(max_len=40, pattern=r"[a-z]([a-z0-9-]{0,38}[a-z0-9])?"),
         default_system_instance="e2-standard-8",
         kubernetes_versions=_minors("1.35", "1.36"),
+        # Dynamic Workload Scheduler: nodes of a queued node pool come only through ProvisioningRequests of this class.
+        queued_provisioning_class="queued-provisioning.gke.io",
         extras={
             "project": ExtraKey(str, "GCP project id", required=True),
             "network": ExtraKey(str, "existing VPC network; omit to create one"),

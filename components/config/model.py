@@ -17,7 +17,10 @@ DRIVER_OWNERS = ("managed", "operator")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 SCHEDULERS = ("kueue", "volcano")
 PRIORITIES = ("critical", "high", "normal", "low")
-EGRESS = ("internet", "none")  # what a team's pods may reach beyond the cluster (teams[].egress)
+EGRESS = ("internet", "none")
+# How a pool's nodes are obtained: its autoscaler as pods wait, or all at once for an admitted Kueue workload
+# (GKE Dynamic Workload Scheduler, flex-start with queued provisioning).
+PROVISIONING = ("autoscaler", "queued")  # what a team's pods may reach beyond the cluster (teams[].egress)
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_VALUE = "present"
@@ -115,6 +118,11 @@ class GpuPool:
     taints: tuple[Taint, ...] = ()
     cloud_name: str = ""  # the pool's name as the cloud spells it (see CloudProfile.pool_name)
     topology: bool = False  # Kueue topology-aware scheduling on this pool's ResourceFlavor
+    provisioning: str = "autoscaler"  # one of PROVISIONING
+
+    @property
+    def queued(self) -> bool:
+        return self.provisioning == "queued"
 
     @property
     def all_taints(self) -> tuple[Taint, ...]:

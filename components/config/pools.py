@@ -13,7 +13,7 @@ from components.config import capacity
 from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, INT32_MAX, Section, join, name_index
 from components.config.model import (
-    CAPACITY_TYPES, DRIVER_OWNERS, SHARING_MODES, TAINT_EFFECTS, WORKLOADS, GpuPool, Sharing, Taint,
+    CAPACITY_TYPES, DRIVER_OWNERS, PROVISIONING, SHARING_MODES, TAINT_EFFECTS, WORKLOADS, GpuPool, Sharing, Taint,
 )
 
 _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
@@ -45,7 +45,7 @@ def read_pools(items: list[Any], prof: CloudProfile | None, problems: Problems) 
 
 def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) -> GpuPool | None:
     sec = Section(raw, path, problems, ("name", "instanceType", "minNodes", "maxNodes", "capacityType", "workload",
-                                        "sharing", "driver", "labels", "taints", "topology"))
+                                        "sharing", "driver", "labels", "taints", "topology", "provisioning"))
     name = sec.str("name", pattern=DNS1123_LABEL, what=DNS1123_WHAT)
     instance_type = sec.str("instanceType")
     limit, why = (prof.max_pool_nodes, f"{prof.service} node pool limit") if prof else (INT32_MAX, "")
@@ -88,11 +88,13 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
             problems.add(sec.at("name"), f"{name!r} becomes {prof.service} pool name {cloud_name!r}, which must match "
                                          f"{prof.pool_naming.pattern}")
     topology = sec.bool("topology", False)
-    if None in (name, instance, max_nodes, min_nodes, capacity_type, workload, driver, sharing, topology) or None in taints:
+    provisioning = sec.str("provisioning", "autoscaler", choices=PROVISIONING)
+    if None in (name, instance, max_nodes, min_nodes, capacity_type, workload, driver, sharing, topology,
+                provisioning) or None in taints:
         return None
     return GpuPool(name=name, instance_type=instance_type, instance=instance, min_nodes=min_nodes, max_nodes=max_nodes,
                    capacity_type=capacity_type, workload=workload, sharing=sharing, driver=driver, labels=labels,
-                   taints=taints, cloud_name=cloud_name, topology=topology)
+                   taints=taints, cloud_name=cloud_name, topology=topology, provisioning=provisioning)
 
 
 def _pool_sharing_limits(sharing: Sharing, driver: str, instance, sec: Section, prof: CloudProfile,

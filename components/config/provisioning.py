@@ -6,7 +6,7 @@ from typing import Any
 from components.clouds.profiles import CloudProfile
 from components.config.errors import Problems
 from components.config.fields import join
-from components.config.model import CAPACITY_TYPES, GpuPool
+from components.config.model import CAPACITY_TYPES, GpuPool, Scheduler
 
 KARPENTER = "karpenter"
 
@@ -36,3 +36,29 @@ def provisioner_checks(extras: dict[str, Any], pool_items: list[Any], pools: lis
             # Karpenter launches nodes for pending pods only and removes empty ones: a floor would be silently lost.
             problems.add(join(path, "minNodes"), f"must be 0 with {key}: {extras[prof.provisioner_key]} starts GPU "
                                                  f"nodes only for pending pods; got {pool.min_nodes}")
+
+
+def queued_checks(pool_items: list[Any], pools: list[GpuPool], prof: CloudProfile, scheduler: Scheduler,
+                  problems: Problems) -> None:
+    """`provisioning: queued` pools: a cloud with queued provisioning, capacity it sells that way, no standing
+    nodes, and Kueue to ask for them."""
+    by_name = {pool.name: pool for pool in pools}
+    for i, item in enumerate(pool_items):
+        pool = by_name.get(item.get("name")) if isinstance(item, dict) else None
+        if pool is None or not pool.queued:
+            continue
+        path = join(join("gpuPools", i), "provisioning")
+        if not prof.queued_provisioning_class:
+            problems.add(path, f"queued provisioning is not available on {prof.service}; allowed: autoscaler "
+                               "(queued is GKE's Dynamic Workload Scheduler)")
+            continue
+        if pool.capacity_type != "on-demand":
+            # Queued nodes are flex-start capacity: neither spot VMs nor a reservation.
+            problems.add(path, f"queued needs capacityType: on-demand (nodes come as flex-start capacity); got "
+                               f"{pool.capacity_type!r}")
+        if pool.min_nodes:
+            problems.add(path, f"queued nodes exist only while an admitted workload holds them: minNodes must be 0; "
+                               f"got {pool.min_nodes}")
+        if scheduler.kind and scheduler.kind != "kueue":
+            problems.add(path, f"queued nodes are requested by Kueue's ProvisioningRequest admission check: needs "
+                               f"scheduler.kind: kueue; got {scheduler.kind!r}")

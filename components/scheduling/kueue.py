@@ -18,7 +18,7 @@ from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs
 from components.clouds.labels import POOL_LABEL, pool_taints
 from components.clouds.profiles import profile
 from components.config.model import GpuPool, PlatformConfig, Team
-from components.scheduling import topology
+from components.scheduling import provisioning, topology
 from components.scheduling.frameworks import kueue_integrations
 from components.scheduling.priorities import LEVELS
 from components.scheduling.shares import COHORT, PoolShare, has_cohort, team_shares, team_weight
@@ -147,6 +147,9 @@ def cluster_queue_spec(config: PlatformConfig, team: Team) -> dict[str, Any]:
         "resourceGroups": resource_groups(team_shares(config, team)),
         "preemption": preemption(config, team),
     }
+    checks = provisioning.admission_checks(config, team)
+    if checks:
+        spec["admissionChecksStrategy"] = checks
     if has_cohort(config):
         spec["cohortName"] = COHORT
         if config.scheduler.fair_sharing:
@@ -207,6 +210,15 @@ class Kueue(pulumi.ComponentResource):
             custom(f"flavor-{pool.name}", "ResourceFlavor", {"name": pool.name}, flavor_spec(config, pool))
         if has_cohort(config):
             custom("cohort", "Cohort", {"name": COHORT}, {})
+        if provisioning.queued_pools(config):
+            # Config first: the check is inactive until the ProvisioningRequestConfig it names exists.
+            request_config = custom("provisioning-config", "ProvisioningRequestConfig",
+                                    {"name": provisioning.PROVISIONING_CONFIG},
+                                    provisioning.provisioning_config_spec(
+                                        profile(config.cloud).queued_provisioning_class))
+            custom("admission-check", "AdmissionCheck", {"name": provisioning.ADMISSION_CHECK},
+                   provisioning.admission_check_spec(),
+                   pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(depends_on=[request_config])))
         for team in config.teams:
             ns = namespaces[team.name]
             custom(f"queue-{team.name}", "ClusterQueue", {"name": team.name}, cluster_queue_spec(config, team),
