@@ -281,6 +281,24 @@ def _azure_zones(value: list) -> str | None:
     return f"Azure availability zones are \"1\", \"2\" and \"3\"; not: {', '.join(map(repr, bad))}" if bad else None
 
 
+NAP_KEYS = ("maxCpu", "maxMemoryGb", "maxGpus")
+
+
+def _gke_nap(value: dict) -> str | None:
+    """The shape of cluster.gcp.nodeAutoProvisioning; the GPU types and totals are checked against the pools."""
+    unknown = sorted(set(value) - set(NAP_KEYS))
+    if unknown:
+        return f"unknown keys {', '.join(map(str, unknown))}; allowed: {', '.join(NAP_KEYS)}"
+    for key in ("maxCpu", "maxMemoryGb"):
+        if not isinstance(value.get(key), int) or isinstance(value.get(key), bool) or value[key] < 1:
+            return f"{key} is required, a whole number >= 1 (NAP needs cpu and memory limits); got {value.get(key)!r}"
+    gpus = value.get("maxGpus", {})
+    if not isinstance(gpus, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                                             for v in gpus.values()):
+        return f"maxGpus must map GKE accelerator types to whole numbers >= 1; got {gpus!r}"
+    return None
+
+
 def _gke_master_cidr(value: str) -> str | None:
     net = _ipv4_network(value)
     return None if net is not None and net.prefixlen == 28 else f"must be an IPv4 /28 like 172.16.0.0/28; got {value!r}"
@@ -493,6 +511,9 @@ PROFILES: dict[str, CloudProfile] = {
         queued_provisioning_class="queued-provisioning.gke.io",
         extras={
             "project": ExtraKey(str, "GCP project id", required=True),
+            "nodeAutoProvisioning": ExtraKey(dict, "node auto-provisioning: {maxCpu, maxMemoryGb, maxGpus: "
+                                                   "{<GKE accelerator type>: count}}, cluster-wide totals including "
+                                                   "the declared pools", check=_gke_nap),
             "network": ExtraKey(str, "existing VPC network; omit to create one"),
             "subnetwork": ExtraKey(str, "existing subnetwork with pod/service secondary ranges"),
             # Required: GKE starts initialNodeCount nodes in every zone of a pool, and without zones that is every

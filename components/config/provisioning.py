@@ -1,8 +1,10 @@
 """Checks for a native node provisioner (`cluster.<cloud>.provisioner`, EKS Karpenter) against the GPU pools."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from components import catalog
 from components.clouds.profiles import CloudProfile
 from components.config.errors import Problems
 from components.config.fields import join
@@ -62,3 +64,41 @@ def queued_checks(pool_items: list[Any], pools: list[GpuPool], prof: CloudProfil
         if scheduler.kind and scheduler.kind != "kueue":
             problems.add(path, f"queued nodes are requested by Kueue's ProvisioningRequest admission check: needs "
                                f"scheduler.kind: kueue; got {scheduler.kind!r}")
+
+
+NAP_KEY = "nodeAutoProvisioning"
+
+
+def nap_totals(pools: list[GpuPool]) -> dict[str, int]:
+    """What the declared GPU pools reach at maxNodes: vCPUs, memory in GB (NAP's unit; the catalog has GiB) and GPUs
+    per GKE accelerator type. NAP's limits are cluster-wide totals, so they must leave room for these."""
+    totals: dict[str, int] = {"cpu": 0, "memory": 0}
+    gib = 0
+    for pool in pools:
+        totals["cpu"] += pool.max_nodes * pool.instance.vcpus
+        gib += pool.max_nodes * pool.instance.memory_gib
+        if pool.instance.accelerator:
+            totals[pool.instance.accelerator] = totals.get(pool.instance.accelerator, 0) + pool.max_nodes * pool.instance.gpus
+    totals["memory"] = math.ceil(gib * 2**30 / 10**9)
+    return totals
+
+
+def nap_checks(extras: dict[str, Any], pools: list[GpuPool], prof: CloudProfile, problems: Problems) -> None:
+    """GPU types GKE knows, and limits that do not stop the declared pools short of their maxNodes."""
+    if NAP_KEY not in extras:
+        return
+    path = f"cluster.{prof.name}.{NAP_KEY}"
+    nap = extras[NAP_KEY]
+    known = sorted({t.accelerator for t in catalog.instance_types(prof.name) if t.accelerator})
+    for accelerator in nap.get("maxGpus", {}):
+        if accelerator not in known:
+            problems.add(join(join(path, "maxGpus"), accelerator), f"{accelerator!r} is not a GKE accelerator type "
+                                                                   f"in the catalog; allowed: {', '.join(known)}")
+    totals = nap_totals(pools)
+    limits = {"cpu": nap.get("maxCpu", 0), "memory": nap.get("maxMemoryGb", 0), **nap.get("maxGpus", {})}
+    where = {"cpu": "maxCpu", "memory": "maxMemoryGb"}
+    for resource, needed in totals.items():
+        if limits.get(resource, 0) < needed:
+            at = join(path, where.get(resource, f"maxGpus.{resource}"))
+            problems.add(at, f"must be at least {needed} (the GPU pools at maxNodes; NAP limits count every node of "
+                             f"the cluster, and GKE stops scaling any pool at them); got {limits.get(resource, 0)}")
