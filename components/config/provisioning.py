@@ -13,6 +13,14 @@ from components.config.model import CAPACITY_TYPES, GpuPool, Scheduler
 KARPENTER = "karpenter"
 
 
+def declared(pool_items: list[Any], pools: list[GpuPool]) -> list[tuple[int, GpuPool]]:
+    """Each valid pool with its index in gpuPools, for error paths."""
+    by_name = {pool.name: pool for pool in pools}
+    found = [(i, by_name.get(item.get("name"))) for i, item in enumerate(pool_items)
+             if isinstance(item, dict) and isinstance(item.get("name"), str)]
+    return [(i, pool) for i, pool in found if pool is not None]
+
+
 def provisioner(extras: dict[str, Any], prof: CloudProfile) -> str:
     """The stack's node provisioner: the extras choice, else the cloud's autoscaler."""
     return extras.get(prof.provisioner_key, prof.autoscaler) if prof.provisioner_key else prof.autoscaler
@@ -24,11 +32,7 @@ def provisioner_checks(extras: dict[str, Any], pool_items: list[Any], pools: lis
     if provisioner(extras, prof) == prof.autoscaler:
         return
     key = f"cluster.{prof.name}.{prof.provisioner_key}"
-    by_name = {pool.name: pool for pool in pools}
-    for i, item in enumerate(pool_items):
-        pool = by_name.get(item.get("name")) if isinstance(item, dict) else None
-        if pool is None:
-            continue
+    for i, pool in declared(pool_items, pools):
         path = join("gpuPools", i)
         if pool.capacity_type in prof.provisioner_unsupported_capacity:
             allowed = [t for t in CAPACITY_TYPES if t not in prof.provisioner_unsupported_capacity]
@@ -44,10 +48,8 @@ def queued_checks(pool_items: list[Any], pools: list[GpuPool], prof: CloudProfil
                   problems: Problems) -> None:
     """`provisioning: queued` pools: a cloud with queued provisioning, capacity it sells that way, no standing
     nodes, and Kueue to ask for them."""
-    by_name = {pool.name: pool for pool in pools}
-    for i, item in enumerate(pool_items):
-        pool = by_name.get(item.get("name")) if isinstance(item, dict) else None
-        if pool is None or not pool.queued:
+    for i, pool in declared(pool_items, pools):
+        if not pool.queued:
             continue
         path = join(join("gpuPools", i), "provisioning")
         if not prof.queued_provisioning_class:
