@@ -12,7 +12,8 @@ import pulumi_aws.kms as kms
 
 from components.autoscaling.priorities import exact_pattern, expander_priorities
 from components.clouds import aws_iam, aws_network, aws_nodes
-from components.clouds.aws_karpenter import KarpenterTarget
+from components.autoscaling.karpenter import KarpenterTarget
+from components.clouds.aws_karpenter import karpenter_target
 from components.clouds.base import GpuNodePool, PlatformCluster
 from components.clouds.profiles import profile
 from components.config.model import PlatformConfig
@@ -123,11 +124,10 @@ class EksCluster(PlatformCluster):
                 self.pools[spec.name] = pool
             role, policy = aws_iam.karpenter_role(f"{name}-karpenter", self.eks.name, self.eks.arn, self.region,
                                                   node_role.arn, issuer, self.oidc_provider, self._opts)
-            self._karpenter = KarpenterTarget(
-                cluster_name=self.eks.name, controller_role_arn=role.arn, ready=[system, policy, *node_grants],
-                node_role_name=node_role.name, subnet_ids=list(network.private_subnet_ids),
-                security_group_id=self.eks.vpc_config.cluster_security_group_id,
-                image=PROFILE.gpu_images[image_type], pools=self.pools)
+            self._karpenter = karpenter_target(
+                self.eks.name, role.arn, self.pools, PROFILE.gpu_images[image_type], node_role.name,
+                list(network.private_subnet_ids), self.eks.vpc_config.cluster_security_group_id,
+                ready=[system, policy, *node_grants])
         for spec in (() if karpenter else config.gpu_pools):
             pool_name = f"{name}-{spec.name}"
             pool = GpuNodePool(pool_name, config, spec, PROFILE, opts=pulumi.ResourceOptions(parent=self))

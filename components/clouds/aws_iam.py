@@ -7,6 +7,8 @@ from typing import Callable
 import pulumi
 import pulumi_aws.iam as iam
 
+from components.autoscaling import karpenter
+
 Opts = Callable[..., pulumi.ResourceOptions]
 
 MANAGED_POLICY = "arn:aws:iam::aws:policy/{}"
@@ -90,8 +92,6 @@ def autoscaler_role(name: str, cluster_name: pulumi.Output[str], cluster_arn: pu
     return role
 
 
-KARPENTER_NAMESPACE = "kube-system"
-KARPENTER_SERVICE_ACCOUNT = "karpenter"
 
 
 def karpenter_policy(cluster_name: str, cluster_arn: str, region: str, node_role_arn: str) -> str:
@@ -165,7 +165,7 @@ def karpenter_role(name: str, cluster_name: pulumi.Output[str], cluster_arn: pul
                    opts: Opts) -> tuple[iam.Role, iam.RolePolicy]:
     """Karpenter's IRSA role (only its service account may assume it) and its policy, to be waited on."""
     trust = pulumi.Output.all(oidc.arn, issuer).apply(
-        lambda a: irsa_trust(a[0], a[1], KARPENTER_NAMESPACE, KARPENTER_SERVICE_ACCOUNT))
+        lambda a: irsa_trust(a[0], a[1], karpenter.NAMESPACE, karpenter.SERVICE_ACCOUNT))
     role = iam.Role(name, assume_role_policy=trust, opts=opts())
     policy = iam.RolePolicy(name, role=role.id, name="karpenter-controller",
                             policy=pulumi.Output.all(cluster_name, cluster_arn, node_role_arn).apply(
