@@ -10,9 +10,9 @@ import pulumi_aws.eks as eks
 import pulumi_aws.iam as iam
 import pulumi_aws.kms as kms
 
+from components.autoscaling.karpenter import KarpenterTarget
 from components.autoscaling.priorities import exact_pattern, expander_priorities
 from components.clouds import aws_iam, aws_network, aws_nodes
-from components.autoscaling.karpenter import KarpenterTarget
 from components.clouds.aws_karpenter import karpenter_target
 from components.clouds.base import GpuNodePool, PlatformCluster
 from components.clouds.profiles import profile
@@ -108,7 +108,7 @@ class EksCluster(PlatformCluster):
             f"{name}-cluster-autoscaler", self.eks.name, self.eks.arn, issuer, self.oidc_provider, self._opts)
 
         system = aws_nodes.system_node_group(name, config, self.eks, node_role.arn, network.private_subnet_ids,
-                                    self._opts(depends_on=node_grants))
+                                             self._opts(depends_on=node_grants))
         self.pools = {}
         self._asg_names: dict[str, pulumi.Output[str]] = {}
         image_type = extras.get(PROFILE.gpu_image_key, next(iter(PROFILE.gpu_images)))
@@ -128,7 +128,7 @@ class EksCluster(PlatformCluster):
                 self.eks.name, role.arn, self.pools, PROFILE.gpu_images[image_type], node_role.name,
                 list(network.private_subnet_ids), self.eks.vpc_config.cluster_security_group_id,
                 ready=[system, policy, *node_grants])
-        for spec in (() if karpenter else config.gpu_pools):
+        for spec in (() if karpenter else config.gpu_pools):  # node groups only without Karpenter
             pool_name = f"{name}-{spec.name}"
             pool = GpuNodePool(pool_name, config, spec, PROFILE, opts=pulumi.ResourceOptions(parent=self))
             subnets = (network.zone_subnet(blocks[spec.name]["availabilityZone"]) if spec.capacity_type == "reserved"
