@@ -182,9 +182,59 @@ OKE = NodePoolShape(
     node_labels=lambda p: instance_type_labels(get(p, "nodeShape")),
 )
 
+# Karpenter (EKS) ----------------------------------------------------------------------------------------------
+# A NodePool is the capacity of every node it launches: a GPU pool when its requirements select GPU instances.
+_KARPENTER_GPU_FAMILY = re.compile(r"^(p\d+[a-z]*|g\d+[a-z]*|gr\d+[a-z]*)(-[a-z0-9]+)?$")
+_KARPENTER_GPU_KEYS = ("karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-gpu-name",
+                       "karpenter.k8s.aws/instance-gpu-manufacturer", "karpenter.k8s.aws/instance-gpu-memory")
+
+
+def _karpenter_requirements(props: Mapping, key: str) -> list[Mapping]:
+    return [mapping(r) for r in items(get(props, "spec.template.spec.requirements")) if get(r, "key") == key]
+
+
+def _karpenter_values(props: Mapping, *keys: str) -> list[str]:
+    """Values a NodePool's `In` requirements on `keys` allow."""
+    return [str(v) for key in keys for r in _karpenter_requirements(props, key) if get(r, "operator") == "In"
+            for v in items(get(r, "values"))]
+
+
+def _karpenter_gpu(props: Mapping) -> bool:
+    """Requirements that select GPU instances: GPU instance types, families or categories, or any GPU count."""
+    if any(_AWS_GPU_INSTANCE.match(v) for v in _karpenter_values(props, *INSTANCE_TYPE_LABELS)):
+        return True
+    if any(_KARPENTER_GPU_FAMILY.match(v) for v in _karpenter_values(props, "karpenter.k8s.aws/instance-family")):
+        return True
+    if any(v in ("p", "g") for v in _karpenter_values(props, "karpenter.k8s.aws/instance-category")):
+        return True
+    for key in _KARPENTER_GPU_KEYS:
+        for r in _karpenter_requirements(props, key):
+            operator, values = get(r, "operator"), [str(v) for v in items(get(r, "values"))]
+            if (operator == "Exists" or (operator == "In" and any(v != "0" for v in values))
+                    or (operator == "Gt" and values and values[0].lstrip("-").isdigit() and int(values[0]) >= 0)):
+                return True
+    return False
+
+
+KARPENTER = NodePoolShape(
+    service="Karpenter", taint_field="spec.template.spec.taints",
+    spelling=lambda t: f"{{key: {t.key}, value: {t.value}, effect: {t.effect}}}",
+    instance=lambda p: ",".join(_karpenter_values(p, *INSTANCE_TYPE_LABELS)) or f"NodePool {get(p, 'metadata.name', '?')}",
+    gpu=_karpenter_gpu,
+    taints=lambda p: [taint_from_map(t) for t in items(get(p, "spec.template.spec.taints"))],
+    labels=lambda p: dict(mapping(get(p, "spec.template.metadata.labels"))),
+    spot=lambda p: "spot" in _karpenter_values(p, "karpenter.sh/capacity-type"),
+    # The AMI is the EC2NodeClass's (an alias or a selector), not visible on the NodePool.
+    cloud_driver=lambda p: None,
+    node_labels=lambda p: {**instance_type_labels(*_karpenter_values(p, *INSTANCE_TYPE_LABELS)),
+                           "karpenter.sh/nodepool": {str(get(p, "metadata.name", ""))},
+                           "karpenter.sh/capacity-type": set(_karpenter_values(p, "karpenter.sh/capacity-type"))},
+)
+
 SHAPES: dict[str, NodePoolShape] = {
     "aws:eks/nodeGroup:NodeGroup": EKS,
     "azure-native:containerservice:AgentPool": AKS,
     "gcp:container/nodePool:NodePool": GKE,
     "oci:ContainerEngine/nodePool:NodePool": OKE,
+    "kubernetes:karpenter.sh/v1:NodePool": KARPENTER,
 }

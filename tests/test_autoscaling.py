@@ -135,6 +135,9 @@ def test_which_clouds_ask_for_the_autoscaler(cloud, native):
 
 def test_layer_installs_nothing_when_the_cluster_returns_none(raw):
     class Native:
+        def node_provisioner(self):
+            return None
+
         def autoscaler_values(self):
             return None
 

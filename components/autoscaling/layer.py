@@ -9,6 +9,7 @@ import pulumi_kubernetes.helm.v3 as helm
 import pulumi_kubernetes.meta.v1 as meta
 import yaml
 
+from components.autoscaling.karpenter import Karpenter
 from components.autoscaling.values import CHART, CHART_REPO, CHART_VERSION, NAMESPACE, autoscaler_values
 from components.clouds.base import PlatformCluster
 from components.config.model import PlatformConfig
@@ -56,7 +57,12 @@ class ExpanderPriorities(pulumi.ComponentResource):
 
 def install(ctx: Context) -> None:
     """Install the autoscaler where the cluster asks for one (EKS, OKE); AKS and GKE pools scale natively, and AKS's
-    autoscaler gets our pool preferences through its priority-expander ConfigMap."""
+    autoscaler gets our pool preferences through its priority-expander ConfigMap. An EKS stack with
+    `cluster.aws.provisioner: karpenter` gets Karpenter instead of the Cluster Autoscaler."""
+    target = ctx.cluster.node_provisioner()
+    if target is not None:
+        ctx.handles["karpenter"] = Karpenter("karpenter", target, ctx.cluster)
+        return
     cloud_values = ctx.cluster.autoscaler_values()
     if cloud_values is not None:
         ctx.handles["cluster-autoscaler"] = ClusterAutoscaler("cluster-autoscaler", ctx.config, ctx.cluster,

@@ -10,11 +10,14 @@ import pulumi_aws.eks as eks
 import pulumi_aws.iam as iam
 import pulumi_aws.kms as kms
 
+from components.autoscaling.karpenter import KarpenterTarget
 from components.autoscaling.priorities import exact_pattern, expander_priorities
 from components.clouds import aws_iam, aws_network, aws_nodes
+from components.clouds.aws_karpenter import karpenter_target
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.clouds.profiles import profile
 from components.config.model import PlatformConfig
+from components.config.provisioning import KARPENTER, provisioner
 
 PROFILE = profile("aws")
 AUTHENTICATION_MODE = "API_AND_CONFIG_MAP"  # access entries, while aws-auth still works for existing tooling
@@ -100,16 +103,32 @@ class EksCluster(PlatformCluster):
         issuer = self.eks.identities.apply(lambda ids: ids[0].oidcs[0].issuer)
         self.oidc_provider = iam.OpenIdConnectProvider(f"{name}-oidc", url=issuer, client_id_lists=["sts.amazonaws.com"],
                                                        opts=self._opts())
-        self._autoscaler_role = aws_iam.autoscaler_role(f"{name}-cluster-autoscaler", self.eks.name, self.eks.arn,
-                                                        issuer, self.oidc_provider, self._opts)
+        karpenter = provisioner(extras, PROFILE) == KARPENTER
+        self._autoscaler_role = None if karpenter else aws_iam.autoscaler_role(
+            f"{name}-cluster-autoscaler", self.eks.name, self.eks.arn, issuer, self.oidc_provider, self._opts)
 
-        aws_nodes.system_node_group(name, config, self.eks, node_role.arn, network.private_subnet_ids,
-                                    self._opts(depends_on=node_grants))
+        system = aws_nodes.system_node_group(name, config, self.eks, node_role.arn, network.private_subnet_ids,
+                                             self._opts(depends_on=node_grants))
         self.pools = {}
         self._asg_names: dict[str, pulumi.Output[str]] = {}
         image_type = extras.get(PROFILE.gpu_image_key, next(iter(PROFILE.gpu_images)))
         blocks = extras.get(PROFILE.reservations_key, {})
-        for spec in config.gpu_pools:
+        self._karpenter: KarpenterTarget | None = None
+        if karpenter:
+            # Karpenter makes the GPU capacity: no node group per pool, and its NodePools are the autoscaling
+            # layer's. Its nodes join with the node role, whose access entry EKS made for the system node group.
+            for spec in config.gpu_pools:
+                pool = GpuNodePool(f"{name}-{spec.name}", GpuNodePoolArgs.from_config(config, spec, PROFILE),
+                                   opts=pulumi.ResourceOptions(parent=self))
+                pool.finish({"provisioner": KARPENTER, "amiType": image_type})
+                self.pools[spec.name] = pool
+            role, policy = aws_iam.karpenter_role(f"{name}-karpenter", self.eks.name, self.eks.arn, self.region,
+                                                  node_role.arn, issuer, self.oidc_provider, self._opts)
+            self._karpenter = karpenter_target(
+                self.eks.name, role.arn, self.pools, PROFILE.gpu_images[image_type], node_role.name,
+                list(network.private_subnet_ids), self.eks.vpc_config.cluster_security_group_id,
+                ready=[system, policy, *node_grants])
+        for spec in (() if karpenter else config.gpu_pools):  # node groups only without Karpenter
             pool_name = f"{name}-{spec.name}"
             pool = GpuNodePool(pool_name, GpuNodePoolArgs.from_config(config, spec, PROFILE),
                                opts=pulumi.ResourceOptions(parent=self))
@@ -143,8 +162,16 @@ class EksCluster(PlatformCluster):
         general, extra = aws_network.pick_zones(list(available), reserved, config.cluster.extras.get("zones"))
         return aws_network.create(name, config, general, extra, self._opts)
 
-    def autoscaler_values(self) -> dict[str, Any]:
-        """Managed node groups only scale through the Cluster Autoscaler: where it runs, what it finds, its IAM role."""
+    def node_provisioner(self) -> KarpenterTarget | None:
+        return self._karpenter
+
+    def autoscaler_values(self) -> dict[str, Any] | None:
+        """Managed node groups only scale through the Cluster Autoscaler: where it runs, what it finds, its IAM role.
+
+        None under Karpenter: the GPU pools are its NodePools, and the system node group keeps its size.
+        """
+        if self._karpenter is not None:
+            return None
         return {
             "cloudProvider": "aws",
             "awsRegion": self.region,

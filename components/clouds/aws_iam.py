@@ -7,6 +7,7 @@ from typing import Callable
 import pulumi
 import pulumi_aws.iam as iam
 
+from components.autoscaling import karpenter
 from components.autoscaling.values import NAMESPACE as AUTOSCALER_NAMESPACE
 from components.autoscaling.values import SERVICE_ACCOUNT as AUTOSCALER_SERVICE_ACCOUNT
 
@@ -89,3 +90,85 @@ def autoscaler_role(name: str, cluster_name: pulumi.Output[str], cluster_arn: pu
                    policy=pulumi.Output.all(cluster_name, cluster_arn).apply(lambda a: autoscaler_policy(*a)),
                    opts=opts())
     return role
+
+
+
+
+def karpenter_policy(cluster_name: str, cluster_arn: str, region: str, node_role_arn: str) -> str:
+    """Karpenter's controller permissions: the controller policy of Karpenter's getting-started CloudFormation
+    (aws/karpenter-provider-aws, cloudformation.yaml), without the interruption queue statement (no queue here).
+
+    Everything that launches, tags or deletes is conditioned on the `kubernetes.io/cluster/<name>: owned` tag Karpenter
+    puts on what it creates, so the role reaches no other cluster's instances, templates or instance profiles.
+    """
+    partition, account = cluster_arn.split(":")[1], cluster_arn.split(":")[4]
+    ec2 = f"arn:{partition}:ec2:{region}"
+    owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster_name}": "owned"}
+    owned_resource = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}
+    in_region = {"aws:RequestTag/topology.kubernetes.io/region": region}
+    region_resource = {"aws:ResourceTag/topology.kubernetes.io/region": region}
+    created = [f"{ec2}:*:{kind}/*" for kind in ("fleet", "instance", "volume", "network-interface", "launch-template")]
+    return json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Sid": "AllowScopedEC2InstanceActions", "Effect": "Allow",
+         "Resource": [f"{ec2}::image/*", f"{ec2}::snapshot/*", f"{ec2}:*:spot-instances-request/*",
+                      f"{ec2}:*:security-group/*", f"{ec2}:*:subnet/*", f"{ec2}:*:launch-template/*"],
+         "Action": ["ec2:RunInstances", "ec2:CreateFleet"]},
+        {"Sid": "AllowScopedEC2InstanceActionsWithTags", "Effect": "Allow", "Resource": created,
+         "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
+         "Condition": {"StringEquals": owned, "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
+        {"Sid": "AllowScopedResourceCreationTagging", "Effect": "Allow", "Resource": created, "Action": "ec2:CreateTags",
+         "Condition": {"StringEquals": {**owned, "ec2:CreateAction": ["RunInstances", "CreateFleet",
+                                                                       "CreateLaunchTemplate"]},
+                       "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
+        {"Sid": "AllowScopedResourceTagging", "Effect": "Allow", "Resource": f"{ec2}:*:instance/*",
+         "Action": "ec2:CreateTags",
+         "Condition": {"StringEquals": owned_resource, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+                       "ForAllValues:StringEquals": {"aws:TagKeys": ["karpenter.sh/nodeclaim", "Name"]}}},
+        {"Sid": "AllowScopedDeletion", "Effect": "Allow",
+         "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
+         "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+         "Condition": {"StringEquals": owned_resource, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}},
+        # Describe calls take no resource or tag condition; they are held to the cluster's region.
+        {"Sid": "AllowRegionalReadActions", "Effect": "Allow", "Resource": "*",
+         "Action": ["ec2:DescribeAvailabilityZones", "ec2:DescribeImages", "ec2:DescribeInstances",
+                    "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplates",
+                    "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets"],
+         "Condition": {"StringEquals": {"aws:RequestedRegion": region}}},
+        {"Sid": "AllowSSMReadActions", "Effect": "Allow",
+         "Resource": f"arn:{partition}:ssm:{region}::parameter/aws/service/*", "Action": "ssm:GetParameter"},
+        {"Sid": "AllowPricingReadActions", "Effect": "Allow", "Resource": "*", "Action": "pricing:GetProducts"},
+        # Only the platform's node role, and only to EC2.
+        {"Sid": "AllowPassingInstanceRole", "Effect": "Allow", "Resource": node_role_arn, "Action": "iam:PassRole",
+         "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}},
+        {"Sid": "AllowScopedInstanceProfileCreationActions", "Effect": "Allow", "Resource": "*",
+         "Action": ["iam:CreateInstanceProfile"],
+         "Condition": {"StringEquals": {**owned, **in_region},
+                       "StringLike": {"aws:RequestTag/karpenter.sh/nodeclass": "*"}}},
+        {"Sid": "AllowScopedInstanceProfileTagActions", "Effect": "Allow", "Resource": "*",
+         "Action": ["iam:TagInstanceProfile"],
+         "Condition": {"StringEquals": {**owned_resource, **region_resource, **owned, **in_region},
+                       "StringLike": {"aws:ResourceTag/karpenter.sh/nodeclass": "*",
+                                      "aws:RequestTag/karpenter.sh/nodeclass": "*"}}},
+        {"Sid": "AllowScopedInstanceProfileActions", "Effect": "Allow", "Resource": "*",
+         "Action": ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"],
+         "Condition": {"StringEquals": {**owned_resource, **region_resource},
+                       "StringLike": {"aws:ResourceTag/karpenter.sh/nodeclass": "*"}}},
+        {"Sid": "AllowInstanceProfileReadActions", "Effect": "Allow", "Resource": "*",
+         "Action": "iam:GetInstanceProfile"},
+        {"Sid": "AllowAPIServerEndpointDiscovery", "Effect": "Allow", "Resource": cluster_arn,
+         "Action": "eks:DescribeCluster"},
+    ]})
+
+
+def karpenter_role(name: str, cluster_name: pulumi.Output[str], cluster_arn: pulumi.Output[str], region: str,
+                   node_role_arn: pulumi.Output[str], issuer: pulumi.Output[str], oidc: iam.OpenIdConnectProvider,
+                   opts: Opts) -> tuple[iam.Role, iam.RolePolicy]:
+    """Karpenter's IRSA role (only its service account may assume it) and its policy, to be waited on."""
+    trust = pulumi.Output.all(oidc.arn, issuer).apply(
+        lambda a: irsa_trust(a[0], a[1], karpenter.NAMESPACE, karpenter.SERVICE_ACCOUNT))
+    role = iam.Role(name, assume_role_policy=trust, opts=opts())
+    policy = iam.RolePolicy(name, role=role.id, name="karpenter-controller",
+                            policy=pulumi.Output.all(cluster_name, cluster_arn, node_role_arn).apply(
+                                lambda a: karpenter_policy(a[0], a[1], region, a[2])),
+                            opts=opts())
+    return role, policy

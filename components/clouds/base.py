@@ -127,6 +127,11 @@ class PlatformCluster(pulumi.ComponentResource):
         """
         return None
 
+    def node_provisioner(self) -> Optional[Any]:
+        """What a native node provisioner installed in the cluster needs (EKS Karpenter), or None when the GPU
+        pools are the cloud's own node pools."""
+        return None
+
     def managed_expander_priorities(self) -> Optional[dict[str, list[str]]]:
         """Priority-expander tiers for a cloud-managed autoscaler that reads them from a ConfigMap (AKS), or None."""
         return None

@@ -13,6 +13,7 @@ from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.clouds.profiles import CloudProfile, profile
 from components.clouds.zonal import initial_per_zone
 from components.config.model import Cluster, GpuPool, PlatformConfig
+from components.config.provisioning import NAP_KEY
 
 NODE_CIDR = "10.0.0.0/20"
 POD_RANGE, POD_CIDR = "pods", "10.16.0.0/14"  # a /24 per node: room for ~1000 nodes
@@ -53,6 +54,21 @@ def guest_accelerator(pool: GpuPool) -> dict:
         accelerator["gpu_sharing_config"] = {"gpu_sharing_strategy": SHARING_STRATEGIES[pool.sharing.mode],
                                              "max_shared_clients_per_gpu": pool.sharing.replicas}
     return accelerator
+
+
+def node_auto_provisioning(nap: dict | None, service_account: pulumi.Input[str]) -> dict | None:
+    """`cluster_autoscaling` for cluster.gcp.nodeAutoProvisioning: NAP on, bounded by cpu, memory and each GPU type;
+    the pools it creates run as the nodes' account and upgrade one node at a time, like the declared pools."""
+    if nap is None:
+        return None
+    limits = [{"resource_type": "cpu", "maximum": nap["maxCpu"]},
+              {"resource_type": "memory", "maximum": nap["maxMemoryGb"]},
+              *({"resource_type": gpu, "maximum": count} for gpu, count in sorted(nap.get("maxGpus", {}).items()))]
+    return {"enabled": True, "resource_limits": limits, "auto_provisioning_defaults": {
+        "service_account": service_account, "oauth_scopes": OAUTH_SCOPES,
+        "management": {"auto_repair": True, "auto_upgrade": True},
+        "upgrade_settings": {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1},
+        "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True}}}
 
 
 def gke_kubeconfig(name: str, endpoint: str, ca_data: str) -> str:
@@ -141,6 +157,7 @@ class GkeCluster(PlatformCluster):
             # teams' RoleBindings name.
             authenticator_groups_config={"security_group": extras["securityGroup"]} if "securityGroup" in extras
             else None,
+            cluster_autoscaling=node_auto_provisioning(extras.get(NAP_KEY), self._nodes_account.email),
             datapath_provider="ADVANCED_DATAPATH",  # Dataplane V2 enforces NetworkPolicy
             deletion_protection=config.protected,
             # nodeConfig describes only the removed default pool, and changing it would replace the cluster.
@@ -231,6 +248,14 @@ class GkeCluster(PlatformCluster):
             node_config["spot"] = True
         if pool.capacity_type == "reserved":
             node_config["reservation_affinity"] = {"consume_reservation_type": "ANY_RESERVATION"}
+        queued: dict = {}
+        if pool.queued:
+            # Dynamic Workload Scheduler (GKE provisioningrequest guide): nodes come only through ProvisioningRequests,
+            # as flex-start capacity, never from a reservation, from any zone that has them all, and without
+            # auto-repair, which would recreate a node outside its request.
+            node_config["flex_start"] = True
+            node_config["reservation_affinity"] = {"consume_reservation_type": "NO_RESERVATION"}
+            queued = {"queued_provisioning": {"enabled": True}}
         node_pool_resource = container.NodePool(
             f"{pool_name}-nodepool",
             name=pool.cloud_name,
@@ -242,8 +267,8 @@ class GkeCluster(PlatformCluster):
             # Total (not per-zone) limits keep minNodes/maxNodes meaning the whole pool; ANY lets spot capacity come
             # from whichever zone has it, BALANCED spreads on-demand nodes.
             autoscaling={"total_min_node_count": pool.min_nodes, "total_max_node_count": pool.max_nodes,
-                         "location_policy": "ANY" if pool.capacity_type == "spot" else "BALANCED"},
-            management={"auto_repair": True, "auto_upgrade": True},
+                         "location_policy": "ANY" if pool.capacity_type == "spot" or pool.queued else "BALANCED"},
+            management={"auto_repair": not pool.queued, "auto_upgrade": True}, **queued,
             # A surge node would be one more scarce GPU machine: upgrade by replacing one node at a time.
             upgrade_settings={"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1},
             node_config=node_config,

@@ -40,6 +40,8 @@ class GpuImage:
     note: str = ""  # why sharing_modes is limited, shown in errors
     # The block device that holds container images, which the pool's launch template sizes.
     image_volume: str = ""
+    # The Karpenter EC2NodeClass AMI alias family of this image (EKS), where Karpenter can provision it.
+    karpenter_alias: str = ""
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,13 @@ class CloudProfile:
     reservations_key: str = ""
     # Who scales GPU pools: "pool" (the cloud's own pool autoscaling) or "cluster-autoscaler" (installed by us).
     autoscaler: str = "pool"
+    # The extras key choosing a native node provisioner instead (its first choice, the default, is `autoscaler`),
+    # and the capacity types the native provisioner cannot buy.
+    provisioner_key: str = ""
+    provisioner_unsupported_capacity: tuple[str, ...] = ()
+    # The ProvisioningRequest class of the cloud's queued provisioning (gpuPools[].provisioning: queued), which
+    # Kueue's provisioning admission check asks for; empty where the cloud has none.
+    queued_provisioning_class: str = ""
     # Node label the Cluster Autoscaler reads to know a new node will have GPUs, so it waits for the device plugin
     # instead of scaling up again.
     autoscaler_gpu_label: str = ""
@@ -287,6 +296,24 @@ def _azure_zones(value: list) -> str | None:
     return f"Azure availability zones are \"1\", \"2\" and \"3\"; not: {', '.join(map(repr, bad))}" if bad else None
 
 
+NAP_KEYS = ("maxCpu", "maxMemoryGb", "maxGpus")
+
+
+def _gke_nap(value: dict) -> str | None:
+    """The shape of cluster.gcp.nodeAutoProvisioning; the GPU types and totals are checked against the pools."""
+    unknown = sorted(set(value) - set(NAP_KEYS))
+    if unknown:
+        return f"unknown keys {', '.join(map(str, unknown))}; allowed: {', '.join(NAP_KEYS)}"
+    for key in ("maxCpu", "maxMemoryGb"):
+        if not isinstance(value.get(key), int) or isinstance(value.get(key), bool) or value[key] < 1:
+            return f"{key} is required, a whole number >= 1 (NAP needs cpu and memory limits); got {value.get(key)!r}"
+    gpus = value.get("maxGpus", {})
+    if not isinstance(gpus, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                                             for v in gpus.values()):
+        return f"maxGpus must map GKE accelerator types to whole numbers >= 1; got {gpus!r}"
+    return None
+
+
 def _gke_master_cidr(value: str) -> str | None:
     net = _ipv4_network(value)
     return None if net is not None and net.prefixlen == 28 else f"must be an IPv4 /28 like 172.16.0.0/28; got {value!r}"
@@ -326,10 +353,11 @@ def _google_group(value: str) -> str | None:
 # EKS GPU AMIs (REFERENCE section 1). Bottlerocket ships its own NVIDIA device plugin: these labels keep the GPU
 # Operator's operands off its nodes, or the operator's plugin crash-loops (awslabs/ai-on-eks#78).
 _EKS_GPU_IMAGES = {
-    "AL2023_x86_64_NVIDIA": GpuImage(image_volume="/dev/xvda"),
+    # Karpenter's al2023/bottlerocket aliases resolve to the NVIDIA variant of the AMI on GPU instance types.
+    "AL2023_x86_64_NVIDIA": GpuImage(image_volume="/dev/xvda", karpenter_alias="al2023"),
     # Bottlerocket keeps its OS on /dev/xvda and containers on a separate data volume.
     "BOTTLEROCKET_x86_64_NVIDIA": GpuImage(
-        image_volume="/dev/xvdb",
+        image_volume="/dev/xvdb", karpenter_alias="bottlerocket",
         labels={f"nvidia.com/gpu.deploy.{operand}": "false"
                 for operand in ("device-plugin", "driver", "mig-manager", "container-toolkit")},
         sharing_modes=("none",),
@@ -394,6 +422,9 @@ PROFILES: dict[str, CloudProfile] = {
             "zones": ExtraKey(list, "AZs of the VPC this platform creates, in order (default: the region's first "
                                     "three); a reserved pool's AZ outside them gets a subnet of its own",
                               check=_aws_zones, conflicts=("subnetIds",)),
+            "provisioner": ExtraKey(str, "who makes GPU nodes: cluster-autoscaler (default; managed node groups) or "
+                                         "karpenter (a Karpenter NodePool and EC2NodeClass per GPU pool)",
+                                    choices=("cluster-autoscaler", "karpenter")),
             "capacityBlocks": ExtraKey(dict, "per reserved pool: {reservationId, availabilityZone} of its EC2 "
                                              "Capacity Block for ML", check=_capacity_blocks, zones=_block_zones),
         },
@@ -407,6 +438,10 @@ PROFILES: dict[str, CloudProfile] = {
         reservations_key="capacityBlocks",
         # Managed node groups have no autoscaling of their own: only min/max bounds for the Cluster Autoscaler.
         autoscaler="cluster-autoscaler",
+        provisioner_key="provisioner",
+        # Capacity Blocks (reserved pools) need Karpenter's capacityReservationSelectorTerms, not built here: they stay
+        # on managed node groups, so a Karpenter stack refuses them.
+        provisioner_unsupported_capacity=("reserved",),
         # The Cluster Autoscaler's AWS GPU label: nodes carrying it count as unready until GPUs are advertised.
         autoscaler_gpu_label="k8s.amazonaws.com/accelerator",
         # The managed node group API rejects these label prefixes (InvalidParameterException, eksctl#4007).
@@ -497,8 +532,13 @@ PROFILES: dict[str, CloudProfile] = {
         pool_naming=PoolNaming(max_len=40, pattern=r"[a-z]([a-z0-9-]{0,38}[a-z0-9])?"),
         default_system_instance="e2-standard-8",
         kubernetes_versions=_minors("1.35", "1.36"),
+        # Dynamic Workload Scheduler: nodes of a queued node pool come only through ProvisioningRequests of this class.
+        queued_provisioning_class="queued-provisioning.gke.io",
         extras={
             "project": ExtraKey(str, "GCP project id", required=True),
+            "nodeAutoProvisioning": ExtraKey(dict, "node auto-provisioning: {maxCpu, maxMemoryGb, maxGpus: "
+                                                   "{<GKE accelerator type>: count}}, cluster-wide totals including "
+                                                   "the declared pools", check=_gke_nap),
             "network": ExtraKey(str, "existing VPC network; omit to create one"),
             "subnetwork": ExtraKey(str, "existing subnetwork with pod/service secondary ranges"),
             # Required: GKE starts initialNodeCount nodes in every zone of a pool, and without zones that is every

@@ -16,7 +16,10 @@ SHARING_MODES = ("none", "mig", "mps", "time-slicing")
 DRIVER_OWNERS = ("managed", "operator")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 PRIORITIES = ("critical", "high", "normal", "low")
-EGRESS = ("internet", "none")  # what a team's pods may reach beyond the cluster (teams[].egress)
+EGRESS = ("internet", "none")
+# How a pool's nodes are obtained: its autoscaler as pods wait, or all at once for an admitted Kueue workload
+# (GKE Dynamic Workload Scheduler, flex-start with queued provisioning).
+PROVISIONING = ("autoscaler", "queued")  # what a team's pods may reach beyond the cluster (teams[].egress)
 
 
 
@@ -128,6 +131,11 @@ class GpuPool:
     cloud_name: str = ""  # the pool's name as the cloud spells it (see CloudProfile.pool_name)
     topology: bool = False  # Kueue topology-aware scheduling on this pool's ResourceFlavor
     fabric: str = "none"  # the fast fabric its nodes get: "none" or a CloudProfile.fabrics name (e.g. "efa")
+    provisioning: str = "autoscaler"  # one of PROVISIONING
+
+    @property
+    def queued(self) -> bool:
+        return self.provisioning == "queued"
 
     @property
     def all_taints(self) -> tuple[Taint, ...]:

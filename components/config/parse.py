@@ -23,6 +23,7 @@ from components.config.teams import (
     team_quota_rules,
 )
 from components.config.cron import cron_problem
+from components.config.provisioning import nap_checks, provisioner_checks, queued_checks
 from components.config.zonal import per_zone_start_checks
 from policies.exemptions import POLICY_KEYS
 from policies.exemptions import read_policy as read_exemption_policy
@@ -59,6 +60,10 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     if prof and cluster:
         cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)
         per_zone_start_checks(cluster, pool_items, pools, prof, problems)
+        provisioner_checks(cluster.extras, pool_items, pools, prof, problems)
+        nap_checks(cluster.extras, pools, prof, problems)
+    if prof:
+        queued_checks(pool_items, pools, prof, scheduler, problems)
         team_group_rules(cluster, teams, prof, problems)
     spot_warnings(pools, production, problems)
     team_quota_rules(pool_items, pools, scheduler, teams, prof, production, problems)

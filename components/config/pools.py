@@ -15,7 +15,8 @@ from components.config.errors import Problems
 from components.config.fabric import read_fabric
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, INT32_MAX, Section, join, name_index
 from components.config.model import (
-    CAPACITY_TYPES, DRIVER_OWNERS, SHARING_MODES, TAINT_EFFECTS, WORKLOADS, GpuPool, Sharing, Taint, default,
+    CAPACITY_TYPES, DRIVER_OWNERS, PROVISIONING, SHARING_MODES, TAINT_EFFECTS, WORKLOADS, GpuPool, Sharing, Taint,
+    default,
 )
 
 _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
@@ -46,7 +47,8 @@ def read_pools(items: list[Any], prof: CloudProfile | None, problems: Problems) 
 
 def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) -> GpuPool | None:
     sec = Section(raw, path, problems, ("name", "instanceType", "minNodes", "maxNodes", "capacityType", "workload",
-                                        "sharing", "driver", "labels", "taints", "topology", "fabric"))
+                                        "sharing", "driver", "labels", "taints", "topology", "fabric",
+                                        "provisioning"))
     name = sec.str("name", pattern=DNS1123_LABEL, what=DNS1123_WHAT)
     instance_type = sec.str("instanceType")
     limit, why = (prof.max_pool_nodes, f"{prof.service} node pool limit") if prof else (INT32_MAX, "")
@@ -90,12 +92,13 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
                                          f"{prof.pool_naming.pattern}")
     topology = sec.bool("topology", default(GpuPool, "topology"))
     fabric = read_fabric(sec, instance, workload, prof, problems)
+    provisioning = sec.str("provisioning", default(GpuPool, "provisioning"), choices=PROVISIONING)
     if None in (name, instance, max_nodes, min_nodes, capacity_type, workload, driver, sharing, topology,
-                fabric) or None in taints:
+                fabric, provisioning) or None in taints:
         return None
     return GpuPool(name=name, instance_type=instance_type, instance=instance, min_nodes=min_nodes, max_nodes=max_nodes,
                    capacity_type=capacity_type, workload=workload, sharing=sharing, driver=driver, labels=labels,
-                   taints=taints, cloud_name=cloud_name, topology=topology, fabric=fabric)
+                   taints=taints, cloud_name=cloud_name, topology=topology, fabric=fabric, provisioning=provisioning)
 
 
 def _pool_sharing_limits(sharing: Sharing, driver: str, instance, sec: Section, prof: CloudProfile,

@@ -18,7 +18,7 @@ from components.args import fill_defaults
 from components.clouds.labels import POOL_LABEL, pool_taints
 from components.clouds.profiles import profile
 from components.config.model import GpuPool, PlatformConfig, Team
-from components.scheduling import topology
+from components.scheduling import provisioning, topology
 from components.scheduling.frameworks import kueue_integrations
 from components.scheduling.kinds import scheduler_kind
 from components.scheduling.priorities import LEVELS
@@ -150,6 +150,9 @@ def cluster_queue_spec(config: PlatformConfig, team: Team) -> dict[str, Any]:
         "resourceGroups": resource_groups(team_shares(config, team)),
         "preemption": preemption(config, team),
     }
+    checks = provisioning.admission_checks(config, team)
+    if checks:
+        spec["admissionChecksStrategy"] = checks
     if has_cohort(config):
         spec["cohortName"] = COHORT
         if config.scheduler.fair_sharing:
@@ -187,6 +190,8 @@ class KueueArgs:
     """Groups bound to Kueue's batch-user role in each team's namespace, by team name."""
     protect: Optional[bool] = False
     """Protect each team's queues and binding like its namespace."""
+    provisioning_class: Optional[str] = None
+    """The cloud's ProvisioningRequest class (queued-provisioning.gke.io) when a pool is provisioned on admission."""
 
     def __post_init__(self) -> None:
         fill_defaults(self)
@@ -203,6 +208,8 @@ class KueueArgs:
             cohort=has_cohort(config),
             team_groups={team.name: list(team.groups) for team in config.teams if team.groups},
             protect=config.protected,
+            provisioning_class=(profile(config.cloud).queued_provisioning_class
+                                if provisioning.queued_pools(config) else None),
         )
 
 
@@ -248,6 +255,14 @@ class Kueue(pulumi.ComponentResource):
             custom(f"flavor-{flavor}", "ResourceFlavor", {"name": flavor}, spec)
         if args.cohort:
             custom("cohort", "Cohort", {"name": COHORT}, {})
+        if args.provisioning_class:
+            # Config first: the check is inactive until the ProvisioningRequestConfig it names exists.
+            request_config = custom("provisioning-config", "ProvisioningRequestConfig",
+                                    {"name": provisioning.PROVISIONING_CONFIG},
+                                    provisioning.provisioning_config_spec(args.provisioning_class))
+            custom("admission-check", "AdmissionCheck", {"name": provisioning.ADMISSION_CHECK},
+                   provisioning.admission_check_spec(),
+                   pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(depends_on=[request_config])))
         for team, spec in args.cluster_queues.items():
             ns = args.namespaces[team]
             custom(f"queue-{team}", "ClusterQueue", {"name": team}, spec, team_guard)

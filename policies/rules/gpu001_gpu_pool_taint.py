@@ -76,7 +76,10 @@ RULE = stack_rule(
                "(`NO_SCHEDULE`), AKS `nodeTaints` (`key=value:NoSchedule`), GKE `nodeConfig.taints` "
                "(`NO_SCHEDULE`) and OKE's kubelet `--register-with-taints` inside the base64 cloud-init "
                "(`nodeMetadata.user_data`), since OKE node pools have no taint field: only the flag passed to OKE's "
-               "init script on a line cloud-init executes counts, not a comment or echoed text. A node pool "
+               "init script on a line cloud-init executes counts, not a comment or echoed text. A Karpenter NodePool (EKS with "
+               "`cluster.aws.provisioner: karpenter`) is read by its `spec.template.spec.taints`, and is a GPU pool "
+               "when its requirements select GPU instance types, families (`p*`, `g*`), categories or a GPU count. "
+               "A node pool "
                "outside the component is a GPU pool when its instance type is, including an EKS node group whose "
                "launch template sets it; a pool whose taints or template cannot be read is reported as "
                "undecided (a failure with `--fail-on unknown`). NoExecute also passes."),

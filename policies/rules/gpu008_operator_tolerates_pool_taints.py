@@ -49,8 +49,8 @@ RULE = stack_rule(
                "they tolerate, and node-feature-discovery's worker must label a node before any of them select "
                "it. The chart tolerates only `nvidia.com/gpu` by default, so an AKS `sku=gpu` taint, a spot "
                "taint or a custom one leaves the GPUs of that pool unadvertised (nebari-dev/nebari#3074). "
-               "Taints are the pool's declared ones, those on its cloud resource and those the cloud adds itself "
-               "(AKS spot nodes). Tolerations are the release's values over the chart defaults."),
+               "Taints are the pool's declared ones, those on its cloud resource (a Karpenter NodePool's "
+               "`spec.template.spec.taints` included) and those the cloud adds itself (AKS spot nodes). Tolerations are the release's values over the chart defaults."),
     severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,
     remediation=(
         "The GPU layer derives `daemonsets.tolerations` and `node-feature-discovery.worker.tolerations` from "

@@ -1,0 +1,107 @@
+"""Checks for a native node provisioner (`cluster.<cloud>.provisioner`, EKS Karpenter) against the GPU pools."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from components import catalog
+from components.clouds.profiles import CloudProfile
+from components.config.errors import Problems
+from components.config.fields import join
+from components.config.model import CAPACITY_TYPES, GpuPool, Scheduler
+from components.scheduling.kinds import scheduler_kind
+
+KARPENTER = "karpenter"
+
+
+def declared(pool_items: list[Any], pools: list[GpuPool]) -> list[tuple[int, GpuPool]]:
+    """Each valid pool with its index in gpuPools, for error paths."""
+    by_name = {pool.name: pool for pool in pools}
+    found = [(i, by_name.get(item.get("name"))) for i, item in enumerate(pool_items)
+             if isinstance(item, dict) and isinstance(item.get("name"), str)]
+    return [(i, pool) for i, pool in found if pool is not None]
+
+
+def provisioner(extras: dict[str, Any], prof: CloudProfile) -> str:
+    """The stack's node provisioner: the extras choice, else the cloud's autoscaler."""
+    return extras.get(prof.provisioner_key, prof.autoscaler) if prof.provisioner_key else prof.autoscaler
+
+
+def provisioner_checks(extras: dict[str, Any], pool_items: list[Any], pools: list[GpuPool], prof: CloudProfile,
+                       problems: Problems) -> None:
+    """Pools a native provisioner cannot make: capacity it cannot buy, and nodes kept up without pending pods."""
+    if provisioner(extras, prof) == prof.autoscaler:
+        return
+    key = f"cluster.{prof.name}.{prof.provisioner_key}"
+    for i, pool in declared(pool_items, pools):
+        path = join("gpuPools", i)
+        if pool.capacity_type in prof.provisioner_unsupported_capacity:
+            allowed = [t for t in CAPACITY_TYPES if t not in prof.provisioner_unsupported_capacity]
+            problems.add(join(path, "capacityType"), f"{pool.capacity_type!r} is not supported with {key}: "
+                                                     f"{extras[prof.provisioner_key]}; allowed: {', '.join(allowed)}")
+        if pool.min_nodes:
+            # Karpenter launches nodes for pending pods only and removes empty ones: a floor would be silently lost.
+            problems.add(join(path, "minNodes"), f"must be 0 with {key}: {extras[prof.provisioner_key]} starts GPU "
+                                                 f"nodes only for pending pods; got {pool.min_nodes}")
+
+
+def queued_checks(pool_items: list[Any], pools: list[GpuPool], prof: CloudProfile, scheduler: Scheduler,
+                  problems: Problems) -> None:
+    """`provisioning: queued` pools: a cloud with queued provisioning, capacity it sells that way, no standing
+    nodes, and Kueue to ask for them."""
+    for i, pool in declared(pool_items, pools):
+        if not pool.queued:
+            continue
+        path = join(join("gpuPools", i), "provisioning")
+        if not prof.queued_provisioning_class:
+            problems.add(path, f"queued provisioning is not available on {prof.service}; allowed: autoscaler "
+                               "(queued is GKE's Dynamic Workload Scheduler)")
+            continue
+        if pool.capacity_type != "on-demand":
+            # Queued nodes are flex-start capacity: neither spot VMs nor a reservation.
+            problems.add(path, f"queued needs capacityType: on-demand (nodes come as flex-start capacity); got "
+                               f"{pool.capacity_type!r}")
+        if pool.min_nodes:
+            problems.add(path, f"queued nodes exist only while an admitted workload holds them: minNodes must be 0; "
+                               f"got {pool.min_nodes}")
+        if scheduler.kind and not scheduler_kind(scheduler.kind).workloads:  # admission checks act on Workloads
+            problems.add(path, f"queued nodes are requested by Kueue's ProvisioningRequest admission check: needs "
+                               f"scheduler.kind: kueue; got {scheduler.kind!r}")
+
+
+NAP_KEY = "nodeAutoProvisioning"
+
+
+def nap_totals(pools: list[GpuPool]) -> dict[str, int]:
+    """What the declared GPU pools reach at maxNodes: vCPUs, memory in GB (NAP's unit; the catalog has GiB) and GPUs
+    per GKE accelerator type. NAP's limits are cluster-wide totals, so they must leave room for these."""
+    totals: dict[str, int] = {"cpu": 0, "memory": 0}
+    gib = 0
+    for pool in pools:
+        totals["cpu"] += pool.max_nodes * pool.instance.vcpus
+        gib += pool.max_nodes * pool.instance.memory_gib
+        if pool.instance.accelerator:
+            totals[pool.instance.accelerator] = totals.get(pool.instance.accelerator, 0) + pool.max_nodes * pool.instance.gpus
+    totals["memory"] = math.ceil(gib * 2**30 / 10**9)
+    return totals
+
+
+def nap_checks(extras: dict[str, Any], pools: list[GpuPool], prof: CloudProfile, problems: Problems) -> None:
+    """GPU types GKE knows, and limits that do not stop the declared pools short of their maxNodes."""
+    if NAP_KEY not in extras:
+        return
+    path = f"cluster.{prof.name}.{NAP_KEY}"
+    nap = extras[NAP_KEY]
+    known = sorted({t.accelerator for t in catalog.instance_types(prof.name) if t.accelerator})
+    for accelerator in nap.get("maxGpus", {}):
+        if accelerator not in known:
+            problems.add(join(join(path, "maxGpus"), accelerator), f"{accelerator!r} is not a GKE accelerator type "
+                                                                   f"in the catalog; allowed: {', '.join(known)}")
+    totals = nap_totals(pools)
+    limits = {"cpu": nap.get("maxCpu", 0), "memory": nap.get("maxMemoryGb", 0), **nap.get("maxGpus", {})}
+    where = {"cpu": "maxCpu", "memory": "maxMemoryGb"}
+    for resource, needed in totals.items():
+        if limits.get(resource, 0) < needed:
+            at = join(path, where.get(resource, f"maxGpus.{resource}"))
+            problems.add(at, f"must be at least {needed} (the GPU pools at maxNodes; NAP limits count every node of "
+                             f"the cluster, and GKE stops scaling any pool at them); got {limits.get(resource, 0)}")

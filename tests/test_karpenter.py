@@ -1,0 +1,288 @@
+"""EKS GPU pools made by Karpenter (`cluster.aws.provisioner: karpenter`): config checks, the planned charts, IAM,
+NodePools and EC2NodeClasses (checked against the Karpenter v1 CRD schemas), and the GPU policies reading them."""
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from components.autoscaling.karpenter import CHART_VERSION
+from components.config import ConfigError, validate
+from components.config.model import Policy
+from conftest import ROOT
+from gpu_platform.engine import plan_stack
+from gpu_platform.engine.plan import read_stack_config
+from gpu_platform.policy.runner import evaluate
+from policies import context
+from policies.rules import BY_ID
+
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+# The parts of the Karpenter v1 CRDs these objects use, with their required fields, enums and patterns, as read from
+# aws/karpenter-provider-aws pkg/apis/crds/karpenter.sh_nodepools.yaml (commit 004b39bd) and
+# karpenter.k8s.aws_ec2nodeclasses.yaml (commit 0276ddd6). Closed objects (additionalProperties false) where we
+# model every field we set, so a misspelt field fails; the CEL rules are checked by the tests below instead.
+_LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+_DURATION = r"^(([0-9]+(s|m|h))+)|(Never)$"
+_TAINT = {"type": "object", "required": ["effect", "key"], "additionalProperties": False, "properties": {
+    "effect": {"enum": ["NoSchedule", "PreferNoSchedule", "NoExecute"]},
+    "key": {"type": "string", "minLength": 1}, "value": {"type": "string"}}}
+NODE_POOL_SPEC = {"type": "object", "required": ["template"], "additionalProperties": False, "properties": {
+    "disruption": {"type": "object", "required": ["consolidateAfter"], "additionalProperties": False, "properties": {
+        "budgets": {"type": "array", "maxItems": 50, "items": {
+            "type": "object", "required": ["nodes"], "properties": {
+                "nodes": {"type": "string", "pattern": r"^((100|[0-9]{1,2})%|[0-9]+)$"}}}},
+        "consolidateAfter": {"type": "string", "pattern": _DURATION},
+        "consolidationPolicy": {"enum": ["WhenEmpty", "WhenEmptyOrUnderutilized"]}}},
+    "limits": {"type": "object", "additionalProperties": {"type": ["string", "integer"]}},
+    "weight": {"type": "integer", "minimum": 1, "maximum": 100},
+    "template": {"type": "object", "required": ["spec"], "additionalProperties": False, "properties": {
+        "metadata": {"type": "object", "properties": {"labels": {
+            "type": "object", "maxProperties": 100,
+            "additionalProperties": {"type": "string", "maxLength": 63, "pattern": _LABEL_VALUE}}}},
+        "spec": {"type": "object", "required": ["nodeClassRef", "requirements"], "additionalProperties": False,
+                 "properties": {
+                     "expireAfter": {"type": "string", "pattern": _DURATION},
+                     "nodeClassRef": {"type": "object", "required": ["group", "kind", "name"],
+                                      "additionalProperties": False, "properties": {
+                                          "group": {"type": "string", "minLength": 1, "pattern": r"^[^/]*$"},
+                                          "kind": {"type": "string", "minLength": 1},
+                                          "name": {"type": "string", "minLength": 1}}},
+                     "requirements": {"type": "array", "maxItems": 100, "items": {
+                         "type": "object", "required": ["key", "operator"], "additionalProperties": False,
+                         "properties": {"key": {"type": "string", "maxLength": 316},
+                                        "operator": {"enum": ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]},
+                                        "values": {"type": "array", "items": {
+                                            "type": "string", "maxLength": 63, "pattern": _LABEL_VALUE}}}}},
+                     "taints": {"type": "array", "items": _TAINT},
+                     "startupTaints": {"type": "array", "items": _TAINT}}}}}}}
+_SELECTOR = {"type": "array", "minItems": 1, "maxItems": 30}
+NODE_CLASS_SPEC = {
+    "type": "object", "required": ["amiSelectorTerms", "securityGroupSelectorTerms", "subnetSelectorTerms"],
+    "additionalProperties": False, "properties": {
+        "role": {"type": "string", "minLength": 1},
+        "amiSelectorTerms": {**_SELECTOR, "items": {"type": "object", "properties": {
+            "alias": {"type": "string", "maxLength": 30,
+                      "pattern": r"^(al2|al2023|bottlerocket|windows2019|windows2022)@.+$"}}}},
+        "subnetSelectorTerms": {**_SELECTOR, "items": {"type": "object", "properties": {
+            # Offline subnet ids are resource names (ml-dev-private-N-...), not subnet-...
+            "id": {"type": "string", "pattern": r"subnet-[0-9a-z]+|^ml-dev-private-"}}}},
+        "securityGroupSelectorTerms": {**_SELECTOR, "items": {"type": "object", "properties": {
+            "id": {"type": "string", "pattern": r"sg-[0-9a-z]+"}}}},
+        "metadataOptions": {"type": "object", "additionalProperties": False, "properties": {
+            "httpEndpoint": {"enum": ["enabled", "disabled"]}, "httpProtocolIPv6": {"enum": ["enabled", "disabled"]},
+            "httpPutResponseHopLimit": {"type": "integer", "minimum": 1, "maximum": 64},
+            "httpTokens": {"enum": ["required", "optional"]}}},
+        "blockDeviceMappings": {"type": "array", "maxItems": 50, "items": {
+            "type": "object", "additionalProperties": False, "properties": {
+                "deviceName": {"type": "string"}, "rootVolume": {"type": "boolean"},
+                "ebs": {"type": "object", "additionalProperties": False, "properties": {
+                    "deleteOnTermination": {"type": "boolean"}, "encrypted": {"type": "boolean"},
+                    "volumeSize": {"type": "string", "pattern": r"^[1-9][0-9]{0,4}Gi$"},
+                    "volumeType": {"enum": ["standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"]}}}}}},
+        "tags": {"type": "object", "additionalProperties": {"type": "string"}}}}
+
+
+def karpenter_cluster(**aws):
+    raw = read_stack_config(ROOT / "stacks" / "Pulumi.aws-dev.yaml")
+    return {"gpu-platform:cluster": {**raw["gpu-platform:cluster"], "aws": {"provisioner": "karpenter", **aws}}}
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return plan_stack("aws-dev", config_overrides=karpenter_cluster())
+
+
+@pytest.fixture(scope="module")
+def default_plan():
+    return plan_stack("aws-dev")
+
+
+def integral(value):
+    """The plan's JSON numbers are floats; the CRD's integers are whole numbers."""
+    if isinstance(value, dict):
+        return {k: integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [integral(v) for v in value]
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def by_pool(plan, type_):
+    return {r.inputs["metadata"]["name"].removeprefix("gpu-"): r for r in plan.of_type(type_)}
+
+
+def raw_config(**changes):
+    raw = {k.split(":", 1)[1]: v for k, v in read_stack_config(ROOT / "stacks" / "Pulumi.aws-dev.yaml").items()
+           if k.startswith("gpu-platform:")}
+    raw["cluster"] = {**raw["cluster"], "aws": {"provisioner": "karpenter"}}
+    raw.update(changes)
+    return raw
+
+
+def errors(raw):
+    with pytest.raises(ConfigError) as info:
+        validate(raw)
+    return {p.path: p.message for p in info.value.problems}
+
+
+# --- config -----------------------------------------------------------------------------------------------------
+
+def test_default_is_the_cluster_autoscaler_with_node_groups(default_plan):
+    assert [r.inputs["chart"] for r in default_plan.of_type(RELEASE) if "karpenter" in r.inputs["chart"]] == []
+    assert any(r.inputs["chart"] == "cluster-autoscaler" for r in default_plan.of_type(RELEASE))
+    assert {r.inputs["nodeGroupName"] for r in default_plan.of_type("aws:eks/nodeGroup:NodeGroup")} == {
+        "system", "gpu-l4-dev", "gpu-a10g-train"}
+    assert default_plan.of_type(NODE_POOL) == []
+
+
+def test_unknown_provisioner_is_refused():
+    raw = raw_config()
+    raw["cluster"]["aws"] = {"provisioner": "karpenter-v0"}
+    assert "allowed: cluster-autoscaler, karpenter" in errors(raw)["cluster.aws.provisioner"]
+
+
+def test_reserved_pool_and_min_nodes_are_refused_all_at_once():
+    raw = raw_config()
+    raw["gpuPools"] = [{**raw["gpuPools"][0], "minNodes": 1},
+                       {**raw["gpuPools"][1], "capacityType": "reserved"}]
+    raw["cluster"]["aws"]["capacityBlocks"] = {"a10g-train": {"reservationId": "cr-0123456789abcdef0",
+                                                              "availabilityZone": "us-west-2a"}}
+    found = errors(raw)
+    assert "must be 0 with cluster.aws.provisioner" in found["gpuPools[0].minNodes"]
+    assert "'reserved' is not supported" in found["gpuPools[1].capacityType"]
+    assert "allowed: on-demand, spot" in found["gpuPools[1].capacityType"]
+
+
+def test_other_clouds_have_no_provisioner_key():
+    raw = read_stack_config(ROOT / "stacks" / "Pulumi.gcp-dev.yaml")
+    raw = {k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("gpu-platform:")}
+    raw["cluster"] = {**raw["cluster"], "gcp": {**raw["cluster"].get("gcp", {}), "provisioner": "karpenter"}}
+    assert "cluster.gcp.provisioner" in errors(raw)
+
+
+# --- plan -------------------------------------------------------------------------------------------------------
+
+def test_karpenter_replaces_autoscaler_and_gpu_node_groups(plan):
+    charts = {r.inputs["chart"]: r for r in plan.of_type(RELEASE)}
+    assert "cluster-autoscaler" not in charts
+    crds, controller = charts["oci://public.ecr.aws/karpenter/karpenter-crd"], charts["oci://public.ecr.aws/karpenter/karpenter"]
+    assert crds.inputs["version"] == controller.inputs["version"] == CHART_VERSION
+    assert CHART_VERSION.startswith("1.")
+    assert controller.inputs["skipCrds"] is True and controller.inputs["namespace"] == "kube-system"
+    values = controller.inputs["values"]
+    assert values["settings"]["clusterName"] == "ml-dev"
+    assert values["serviceAccount"] == {"name": "karpenter", "annotations": {
+        "eks.amazonaws.com/role-arn": "arn:aws:iam::000000000000:role/ml-dev-karpenter"}}
+    assert values["nodeSelector"] == {"gpu-platform.io/node-role": "system"}
+    # The system node group stays; GPU capacity is Karpenter's.
+    assert [r.inputs["nodeGroupName"] for r in plan.of_type("aws:eks/nodeGroup:NodeGroup")] == ["system"]
+    assert not [r for r in plan.of_type("aws:iam/role:Role") if "cluster-autoscaler" in r.name]
+
+
+def test_objects_follow_the_charts_and_sit_under_their_pools(plan):
+    urns = {r.name: r.urn for r in plan.resources}
+    for pool, node_pool in by_pool(plan, NODE_POOL).items():
+        assert node_pool.parent.endswith(f"GpuNodePool::ml-dev-{pool}")
+        deps = node_pool.options.get("dependsOn", [])
+        assert urns["karpenter-crds"] in deps and urns["karpenter-release"] in deps
+        assert urns[f"karpenter-{pool}-node-class"] in deps
+
+
+def test_node_pools_carry_the_pool(plan):
+    pools = by_pool(plan, NODE_POOL)
+    assert set(pools) == {"l4-dev", "a10g-train"}
+    spot, on_demand = pools["l4-dev"].inputs["spec"], pools["a10g-train"].inputs["spec"]
+    assert spot["template"]["spec"]["requirements"] == [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g6.xlarge"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]
+    assert on_demand["template"]["spec"]["requirements"][1]["values"] == ["on-demand"]
+    assert spot["template"]["spec"]["taints"] == [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+        {"key": "gpu-platform.io/spot", "value": "true", "effect": "NoSchedule"}]
+    assert on_demand["template"]["metadata"]["labels"]["gpu-platform.io/pool"] == "a10g-train"
+    # maxNodes x GPUs per node: g6.xlarge has 1 L4, g5.12xlarge 4 A10G; both pools have maxNodes 2.
+    assert spot["limits"] == {"nvidia.com/gpu": "2"} and on_demand["limits"] == {"nvidia.com/gpu": "8"}
+    assert integral(spot["weight"]) > integral(on_demand["weight"])
+    for spec in (spot, on_demand):
+        assert spec["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "15m",
+                                      "budgets": [{"nodes": "1"}]}
+        assert spec["template"]["spec"]["expireAfter"] == "Never"
+        assert spec["template"]["spec"]["nodeClassRef"]["group"] == "karpenter.k8s.aws"
+
+
+def test_node_classes_lock_metadata_and_size_the_image_volume(plan):
+    for pool, node_class in by_pool(plan, NODE_CLASS).items():
+        spec = integral(node_class.inputs["spec"])
+        assert spec["metadataOptions"]["httpPutResponseHopLimit"] == 1
+        assert spec["metadataOptions"]["httpTokens"] == "required"
+        assert spec["blockDeviceMappings"] == [{"deviceName": "/dev/xvda", "ebs": {
+            "volumeSize": "200Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}}]
+        assert spec["amiSelectorTerms"] == [{"alias": "al2023@latest"}]
+        # Offline, a subnet's id is its resource name: the three private subnets, nothing public.
+        assert [t["id"].rsplit("-", 1)[0] for t in spec["subnetSelectorTerms"]] == [
+            f"ml-dev-private-{i}" for i in range(3)]
+        assert spec["securityGroupSelectorTerms"][0]["id"].startswith("sg-")
+        assert spec["role"] and spec["tags"] == {"gpu-platform.io:pool": pool}
+
+
+def test_bottlerocket_pools_get_the_bottlerocket_alias_and_data_volume():
+    plan = plan_stack("aws-dev", config_overrides=karpenter_cluster(amiType="BOTTLEROCKET_x86_64_NVIDIA"))
+    node_class = by_pool(plan, NODE_CLASS)["l4-dev"].inputs["spec"]
+    assert node_class["amiSelectorTerms"] == [{"alias": "bottlerocket@latest"}]
+    assert node_class["blockDeviceMappings"][0]["deviceName"] == "/dev/xvdb"
+    labels = by_pool(plan, NODE_POOL)["l4-dev"].inputs["spec"]["template"]["metadata"]["labels"]
+    assert labels["nvidia.com/gpu.deploy.driver"] == "false"
+
+
+@pytest.mark.parametrize("type_, schema", [(NODE_POOL, NODE_POOL_SPEC), (NODE_CLASS, NODE_CLASS_SPEC)])
+def test_objects_match_the_karpenter_v1_schema(plan, type_, schema):
+    objects = plan.of_type(type_)
+    assert objects
+    for obj in objects:
+        jsonschema.validate(integral(obj.inputs["spec"]), schema)
+
+
+def test_schema_check_catches_a_misspelt_field(plan):
+    spec = integral(by_pool(plan, NODE_POOL)["l4-dev"].inputs["spec"])
+    spec["disruption"] = {**spec["disruption"], "consolidationPolicy": "WhenUnderutilized"}  # the v1beta1 spelling
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(spec, NODE_POOL_SPEC)
+
+
+def test_label_restrictions_of_the_crd_hold(plan):
+    """The NodePool CRD's CEL rules on template labels: no kubernetes.io (outside node.kubernetes.io), k8s.io or
+    karpenter.sh domains."""
+    for node_pool in plan.of_type(NODE_POOL):
+        for key in node_pool.inputs["spec"]["template"]["metadata"]["labels"]:
+            domain = key.split("/", 1)[0] if "/" in key else ""
+            assert not (domain.endswith("kubernetes.io") and not domain.endswith("node.kubernetes.io")), key
+            assert not domain.endswith("k8s.io") and not domain.endswith("karpenter.sh"), key
+
+
+# --- IAM --------------------------------------------------------------------------------------------------------
+
+def test_controller_role_is_scoped_to_this_cluster(plan):
+    policy = json.loads(next(r for r in plan.of_type("aws:iam/rolePolicy:RolePolicy")
+                             if r.name == "ml-dev-karpenter").inputs["policy"])
+    statements = {s["Sid"]: s for s in policy["Statement"]}
+    owned = "aws:ResourceTag/kubernetes.io/cluster/ml-dev"
+    assert statements["AllowScopedDeletion"]["Condition"]["StringEquals"] == {owned: "owned"}
+    assert (statements["AllowScopedEC2InstanceActionsWithTags"]["Condition"]["StringEquals"]
+            == {"aws:RequestTag/kubernetes.io/cluster/ml-dev": "owned"})
+    assert statements["AllowPassingInstanceRole"]["Resource"] == "arn:aws:iam::000000000000:role/ml-dev-node"
+    assert statements["AllowAPIServerEndpointDiscovery"]["Resource"].endswith(":cluster/ml-dev")
+    assert statements["AllowRegionalReadActions"]["Condition"] == {"StringEquals": {"aws:RequestedRegion": "us-west-2"}}
+    # Anything that creates, changes or deletes carries a condition; only reads and pricing run unconditioned.
+    for sid, statement in statements.items():
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        writes = [a for a in actions if not a.split(":")[1].startswith(("Describe", "Get"))]
+        if statement["Resource"] == "*" and writes:
+            assert "Condition" in statement, sid
+    assert not any("sqs:" in a for s in statements.values() for a in s["Action"])
+    trust = json.loads(next(r for r in plan.of_type("aws:iam/role:Role") if r.name == "ml-dev-karpenter")
+                       .inputs["assumeRolePolicy"])
+    assert next(iter(trust["Statement"][0]["Condition"]["StringEquals"].values())) == \
+        "system:serviceaccount:kube-system:karpenter"
