@@ -2,6 +2,7 @@
 for CUDA images on every GPU pool (Capacity Blocks too), and team principals mapped to their groups by access entries."""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -269,3 +270,12 @@ def test_adopted_cluster_takes_no_principals(raw):
     assert problems(raw) == {"teams[0].principals": "is applied to a cluster this stack creates; with "
                                                     "cluster.existingKubeconfig map the principals where that cluster "
                                                     "is managed"}
+
+
+def test_vpc_cni_enforces_network_policies():
+    # Without the VPC CNI's network policy agent the teams' default-deny NetworkPolicies isolate nothing on EKS.
+    for stack in ("aws-prod", "aws-dev"):
+        (addon,) = plan_stack(stack).of_type("aws:eks/addon:Addon")
+        assert addon.inputs["addonName"] == "vpc-cni"
+        assert json.loads(addon.inputs["configurationValues"]) == {"enableNetworkPolicy": "true"}
+        assert addon.inputs["resolveConflictsOnCreate"] == "OVERWRITE"

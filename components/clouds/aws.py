@@ -20,6 +20,8 @@ from components.config.model import PlatformConfig
 from components.config.provisioning import KARPENTER, provisioner
 
 PROFILE = profile("aws")
+# The VPC CNI add-on's network policy agent (VPC CNI >= 1.14 with the EKS add-on's default version).
+VPC_CNI_CONFIG = {"enableNetworkPolicy": "true"}
 AUTHENTICATION_MODE = "API_AND_CONFIG_MAP"  # access entries, while aws-auth still works for existing tooling
 LOG_TYPES = ("api", "audit", "authenticator")
 PRODUCTION_LOG_TYPES = (*LOG_TYPES, "controllerManager", "scheduler")
@@ -94,6 +96,12 @@ class EksCluster(PlatformCluster):
             encryption_config=encryption,
             # The role must hold its policy before EKS uses it, and keep it until the cluster is gone.
             opts=self._opts(depends_on=cluster_grants))
+
+        # EKS's VPC CNI enforces NetworkPolicies only with its network policy agent on; without it the teams'
+        # default-deny policies (tenancy/isolation.py) would exist but isolate nothing.
+        eks.Addon(f"{name}-vpc-cni", cluster_name=self.eks.name, addon_name="vpc-cni",
+                  configuration_values=json.dumps(VPC_CNI_CONFIG), resolve_conflicts_on_create="OVERWRITE",
+                  resolve_conflicts_on_update="OVERWRITE", opts=self._opts())
 
         for principal, groups in team_access(config).items():
             # Kubernetes groups only, no EKS access policy: the teams' RoleBindings are all they may do.
