@@ -301,3 +301,14 @@ def _set(raw: dict, path: str, value):
         node[int(last)] = value
     else:
         node[last] = value
+
+
+@pytest.mark.parametrize("cloud, pool, group", [
+    ("gcp", {"name": "l4", "instanceType": "g2-standard-24", "maxNodes": 2}, "ml@example.com"),
+    ("azure", {"name": "a100", "instanceType": "Standard_NC24ads_A100_v4", "maxNodes": 2},
+     "00000000-0000-0000-0000-0000000000a1"),
+])
+def test_a_missing_cluster_with_team_groups_is_an_error_not_a_traceback(cloud, pool, group):
+    # Found after merging: the team-group rules read the cluster block, which may be absent.
+    raw = {"cloud": cloud, "gpuPools": [pool], "teams": [{"name": "a", "quotas": {pool["name"]: 2}, "groups": [group]}]}
+    assert problems(raw)["cluster"] == "is required"

@@ -62,9 +62,9 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
         per_zone_start_checks(cluster, pool_items, pools, prof, problems)
         provisioner_checks(cluster.extras, pool_items, pools, prof, problems)
         nap_checks(cluster.extras, pools, prof, problems)
+        team_group_rules(cluster, teams, prof, problems)
     if prof:
         queued_checks(pool_items, pools, prof, scheduler, problems)
-        team_group_rules(cluster, teams, prof, problems)
     spot_warnings(pools, production, problems)
     team_quota_rules(pool_items, pools, scheduler, teams, prof, production, problems)
     scale_from_zero_warnings(pool_items, pools, prof, problems)
