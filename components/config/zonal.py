@@ -6,7 +6,7 @@ from typing import Any
 from components.clouds.profiles import CloudProfile
 from components.clouds.zonal import initial_per_zone, nodes_at_creation
 from components.config.errors import Problems
-from components.config.fields import join
+from components.config.fields import join, name_index
 from components.config.model import Cluster, GpuPool
 
 
@@ -16,7 +16,7 @@ def per_zone_start_checks(cluster: Cluster, items: list[Any], pools: list[GpuPoo
     zones = cluster.extras.get(prof.zones_key) if prof.zones_key else None
     if not zones:
         return  # a missing or malformed zone list is reported where it is read
-    index = {item.get("name"): i for i, item in enumerate(items) if isinstance(item, dict)}
+    index = name_index(items)
     sized = [("cluster.systemPool", cluster.system_pool.min_nodes, cluster.system_pool.max_nodes)]
     sized += [(join("gpuPools", index[p.name]), p.min_nodes, p.max_nodes) for p in pools]
     for path, min_nodes, max_nodes in sized:
