@@ -7,7 +7,7 @@ from typing import Any
 from components import catalog
 from components.clouds.profiles import CloudProfile
 from components.config.errors import Problems
-from components.config.fields import join
+from components.config.fields import join, name_index
 from components.config.model import CAPACITY_TYPES, GpuPool, Scheduler
 from components.scheduling.kinds import scheduler_kind
 
@@ -16,10 +16,8 @@ KARPENTER = "karpenter"
 
 def declared(pool_items: list[Any], pools: list[GpuPool]) -> list[tuple[int, GpuPool]]:
     """Each valid pool with its index in gpuPools, for error paths."""
-    by_name = {pool.name: pool for pool in pools}
-    found = [(i, by_name.get(item.get("name"))) for i, item in enumerate(pool_items)
-             if isinstance(item, dict) and isinstance(item.get("name"), str)]
-    return [(i, pool) for i, pool in found if pool is not None]
+    index = name_index(pool_items)
+    return [(index[pool.name], pool) for pool in pools if pool.name in index]
 
 
 def provisioner(extras: dict[str, Any], prof: CloudProfile) -> str:

@@ -58,3 +58,10 @@ def ids(report) -> list[str]:
 
 def notes(report, rule: str, kind: str) -> list[str]:
     return [n.reason for n in report.notes if n.rule == rule and n.kind == kind]
+
+
+def assert_undecided(report, rule: str) -> None:
+    """`rule` set aside what it could not know during preview, saying why, and reported nothing for it."""
+    reasons = notes(report, rule, "unknown")
+    assert reasons and all("can't be known during preview" in r for r in reasons), report.notes
+    assert [f for f in report.findings if f.rule == rule] == []
