@@ -2,6 +2,7 @@
 EFA device plugin release."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -15,8 +16,12 @@ from gpu_platform.engine.replacements import replace_paths, value_at
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 RELEASE = "kubernetes:helm.sh/v3:Release"
+# AWS "Specifications for Amazon EC2 accelerated computing instances", network specifications, "Network cards".
 EFA_TYPES = {"p4d.24xlarge": 4, "p4de.24xlarge": 4, "p5.48xlarge": 32, "p5e.48xlarge": 32, "p5en.48xlarge": 16,
-             "p6-b200.48xlarge": 8}
+             "p6-b200.48xlarge": 8,
+             **{f"{family}.{size}": 1 for family in ("g5", "g6", "g6e")
+                for size in ("8xlarge", "12xlarge", "16xlarge", "24xlarge", "48xlarge")},
+             "g6e.24xlarge": 2, "g6e.48xlarge": 4}
 
 
 def pools(*items):
@@ -43,9 +48,12 @@ def prod():
 
 # --- catalog and config -------------------------------------------------------------------------------------------
 
-def test_catalog_carries_efa_interface_counts_for_p_family_only():
+def test_catalog_carries_an_efa_interface_count_for_every_efa_type():
     counts = {name: t.fabric_interfaces for name, t in AWS_TYPES.items() if t.fabric_interfaces}
     assert counts == EFA_TYPES
+    assert {name for name, t in AWS_TYPES.items() if t.interconnect == "efa"} == set(EFA_TYPES)
+    assert {name for name, t in AWS_TYPES.items() if t.fabric_on_auto and t.fabric_interfaces} == {
+        name for name in EFA_TYPES if name.startswith("p")}
 
 
 def test_only_eks_offers_a_fabric():
@@ -57,20 +65,31 @@ def test_only_eks_offers_a_fabric():
     ({"instanceType": "p5.48xlarge", "workload": "inference"}, "none"),
     ({"instanceType": "p5.48xlarge", "fabric": "none"}, "none"),
     ({"instanceType": "p5.48xlarge", "workload": "inference", "fabric": "efa"}, "efa"),
-    ({"instanceType": "g6e.48xlarge"}, "none"),  # EFA type, but no interface count in the catalog
+    ({"instanceType": "g6e.48xlarge"}, "none"),  # EFA on request only: auto would replace existing g pools
+    ({"instanceType": "g6e.48xlarge", "fabric": "efa"}, "efa"),
 ])
 def test_fabric_resolution(pool, expected):
     plan = plan_stack("aws-prod", config_overrides=pools({"name": "p", "maxNodes": 2, **pool}))
     assert plan.config.gpu_pools[0].fabric == expected
 
 
-def test_bad_fabric_values_name_path_and_allowed_values():
+def test_bad_fabric_values_name_path_and_allowed_values(monkeypatch):
+    # A catalogued EFA type whose interface count is unknown: its launch template could not list the interfaces.
+    monkeypatch.setitem(AWS_TYPES, "p5e.48xlarge", dataclasses.replace(AWS_TYPES["p5e.48xlarge"], fabric_interfaces=0))
     problems = errors(pools({"name": "a", "instanceType": "p5.48xlarge", "maxNodes": 1, "fabric": "infiniband"},
                             {"name": "b", "instanceType": "g6.xlarge", "maxNodes": 1, "fabric": "efa"},
-                            {"name": "c", "instanceType": "g6e.48xlarge", "maxNodes": 1, "fabric": "efa"}))
+                            {"name": "c", "instanceType": "p5e.48xlarge", "maxNodes": 1, "fabric": "efa"}))
     assert "allowed: auto, none, efa" in problems["gpuPools[0].fabric"]
     assert "g6.xlarge has no efa" in problems["gpuPools[1].fabric"]
-    assert "no efa interface count for g6e.48xlarge" in problems["gpuPools[2].fabric"]
+    assert "no efa interface count for p5e.48xlarge" in problems["gpuPools[2].fabric"]
+
+
+def test_g6e_gets_efa_on_request_with_its_four_interfaces():
+    plan = plan_stack("aws-prod", config_overrides=pools(
+        {"name": "l40s", "instanceType": "g6e.48xlarge", "maxNodes": 2, "fabric": "efa"}))
+    interfaces = one(plan, TEMPLATE, "ml-prod-l40s-launch-template").inputs["networkInterfaces"]
+    assert [(i["networkCardIndex"], i["deviceIndex"], i["interfaceType"]) for i in interfaces] == [
+        (0, 0, "efa"), (1, 1, "efa"), (2, 1, "efa"), (3, 1, "efa")]
 
 
 def test_clouds_without_fabrics_allow_only_auto_and_none():

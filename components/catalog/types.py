@@ -68,4 +68,5 @@ class InstanceType:
     accelerator: str | None = None  # GKE guest accelerator type, e.g. "nvidia-h100-80gb"
     # Fabric interfaces one node takes (one per network card), when the platform can attach them (0: unknown).
     fabric_interfaces: int = 0
+    fabric_on_auto: bool = True  # whether gpuPools[].fabric `auto` attaches that fabric on training pools
     notes: tuple[str, ...] = field(default=())

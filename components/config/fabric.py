@@ -23,7 +23,7 @@ def read_fabric(sec: Section, instance, workload: str | None, prof: CloudProfile
     kind = instance.interconnect
     attachable = kind in prof.fabrics and instance.fabric_interfaces > 0
     if value == AUTO:
-        return kind if attachable and workload == "training" else NONE
+        return kind if attachable and instance.fabric_on_auto and workload == "training" else NONE
     if kind != value:
         problems.add(sec.at("fabric"), f"{instance.name} has no {value} (catalog interconnect: {kind or 'none'}); "
                                        f"allowed for it: {AUTO}, {NONE}")
