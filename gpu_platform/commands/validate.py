@@ -25,7 +25,14 @@ def run(args) -> int:
             old = read_plan_file(args.against)
         except PlanFileError as exc:
             raise UsageError(f"--against {exc}") from None
-    _, path, _, config = validate_stack(args.stack, args.file)
+    if old is None:
+        _, path, _, config = validate_stack(args.stack, args.file)
+    else:
+        from gpu_platform.engine import plan_stack
+
+        # Planning validates first: the same checks, run once.
+        new = plan_stack(args.stack, args.file)
+        path, config = new.stack_file, new.config
     # The policy pack would refuse these exemptions (a finding, never applied): validate says so before any run.
     issues = context.for_config(config).exemptions.issues
     if issues:
@@ -33,10 +40,8 @@ def run(args) -> int:
     for warning in config.warnings:
         print(f"warning: {warning}")
     if old is not None:
-        from gpu_platform.engine import plan_stack
         from gpu_platform.engine.diff import diff_plans, same_stack
 
-        new = plan_stack(args.stack, args.file)
         try:
             same_stack(old, new, args.against)
         except PlanFileError as exc:
