@@ -41,8 +41,9 @@ SUPPORTED_IDENTITY = ("SystemAssigned", "UserAssigned")
 
 # AKSNodeClass `gpu.mode`: Driver (AKS installs the NVIDIA driver, the default) or None (the GPU Operator does).
 GPU_MODES = {"managed": "Driver", "operator": "None"}
-# Cilium nodes: the label lets Karpenter count the Cilium DaemonSet's overhead, and the startup taint keeps pods off
-# until the Cilium agent is ready and removes it (karpenter-provider-azure examples/v1/general-purpose.yaml).
+# Cilium clusters need both in every NodePool (Azure/karpenter-provider-azure#1442; NAP's default NodePools carry
+# them): the label lets Karpenter count the Cilium DaemonSet's overhead, and the startup taint, which the agent
+# removes once ready, stops Karpenter launching a second node for pods it briefly keeps off.
 CILIUM_LABELS = {"kubernetes.azure.com/ebpf-dataplane": "cilium"}
 CILIUM_STARTUP_TAINT = {"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoExecute"}
 # Azure tag names may not contain '/', so not the label key.
