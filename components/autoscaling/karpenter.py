@@ -91,8 +91,8 @@ def node_pool_spec(pool: GpuNodePool, node_class_group: str, node_class_kind: st
 
 
 class Karpenter(pulumi.ComponentResource):
-    """Karpenter's charts in kube-system; each GPU pool's node class and NodePool under its GpuNodePool, so the
-    policies read them as that pool's node pool."""
+    """Karpenter's charts in kube-system (none where the cloud runs Karpenter: AKS node auto-provisioning); each GPU
+    pool's node class and NodePool under its GpuNodePool, so the policies read them as that pool's node pool."""
 
     TYPE = "gpu-platform:autoscaling:Karpenter"
 
