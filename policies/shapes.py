@@ -115,10 +115,15 @@ def _aks_taints(props: Mapping) -> list[Taint]:
     return [t for t in parsed if t is not None]
 
 
+def _azure_gpu_size(size: object) -> bool:
+    """Azure's GPU VM sizes are the N family (NC, ND, NV, ...)."""
+    return str(size).lower().startswith("standard_n")
+
+
 AKS = NodePoolShape(
     service="AKS", taint_field="nodeTaints", spelling=lambda t: f'"{t}"',
     instance=lambda p: str(get(p, "vmSize", "")),
-    gpu=lambda p: str(get(p, "vmSize", "")).lower().startswith("standard_n"),
+    gpu=lambda p: _azure_gpu_size(get(p, "vmSize", "")),
     taints=_aks_taints,
     labels=lambda p: dict(mapping(get(p, "nodeLabels"))),
     spot=lambda p: get(p, "scaleSetPriority") == "Spot",
@@ -182,11 +187,15 @@ OKE = NodePoolShape(
     node_labels=lambda p: instance_type_labels(get(p, "nodeShape")),
 )
 
-# Karpenter (EKS) ----------------------------------------------------------------------------------------------
+# Karpenter (EKS, and AKS node auto-provisioning) -------------------------------------------------------------
 # A NodePool is the capacity of every node it launches: a GPU pool when its requirements select GPU instances.
 _KARPENTER_GPU_FAMILY = re.compile(r"^(p\d+[a-z]*|g\d+[a-z]*|gr\d+[a-z]*)(-[a-z0-9]+)?$")
 _KARPENTER_GPU_KEYS = ("karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-gpu-name",
-                       "karpenter.k8s.aws/instance-gpu-manufacturer", "karpenter.k8s.aws/instance-gpu-memory")
+                       "karpenter.k8s.aws/instance-gpu-manufacturer", "karpenter.k8s.aws/instance-gpu-memory",
+                       # karpenter-provider-azure's well-known labels (azure-aks-docs node-auto-provisioning-node-pools)
+                       "karpenter.azure.com/sku-gpu-count", "karpenter.azure.com/sku-gpu-name",
+                       "karpenter.azure.com/sku-gpu-manufacturer")
+_AZURE_SKU_KEYS = ("karpenter.azure.com/sku-name",)
 
 
 def _karpenter_requirements(props: Mapping, key: str) -> list[Mapping]:
@@ -202,6 +211,11 @@ def _karpenter_values(props: Mapping, *keys: str) -> list[str]:
 def _karpenter_gpu(props: Mapping) -> bool:
     """Requirements that select GPU instances: GPU instance types, families or categories, or any GPU count."""
     if any(_AWS_GPU_INSTANCE.match(v) for v in _karpenter_values(props, *INSTANCE_TYPE_LABELS)):
+        return True
+    if any(_azure_gpu_size(v) for v in _karpenter_values(props, *INSTANCE_TYPE_LABELS, *_AZURE_SKU_KEYS)):
+        return True
+    # Azure's N family is its GPU VM sizes.
+    if any(v.upper() == "N" for v in _karpenter_values(props, "karpenter.azure.com/sku-family")):
         return True
     if any(_KARPENTER_GPU_FAMILY.match(v) for v in _karpenter_values(props, "karpenter.k8s.aws/instance-family")):
         return True
@@ -219,7 +233,8 @@ def _karpenter_gpu(props: Mapping) -> bool:
 KARPENTER = NodePoolShape(
     service="Karpenter", taint_field="spec.template.spec.taints",
     spelling=lambda t: f"{{key: {t.key}, value: {t.value}, effect: {t.effect}}}",
-    instance=lambda p: ",".join(_karpenter_values(p, *INSTANCE_TYPE_LABELS)) or f"NodePool {get(p, 'metadata.name', '?')}",
+    instance=lambda p: (",".join(_karpenter_values(p, *INSTANCE_TYPE_LABELS, *_AZURE_SKU_KEYS))
+                        or f"NodePool {get(p, 'metadata.name', '?')}"),
     gpu=_karpenter_gpu,
     taints=lambda p: [taint_from_map(t) for t in items(get(p, "spec.template.spec.taints"))],
     labels=lambda p: dict(mapping(get(p, "spec.template.metadata.labels"))),

@@ -58,7 +58,8 @@ class ExpanderPriorities(pulumi.ComponentResource):
 def install(ctx: Context) -> None:
     """Install the autoscaler where the cluster asks for one (EKS, OKE); AKS and GKE pools scale natively, and AKS's
     autoscaler gets our pool preferences through its priority-expander ConfigMap. An EKS stack with
-    `cluster.aws.provisioner: karpenter` gets Karpenter instead of the Cluster Autoscaler."""
+    `cluster.aws.provisioner: karpenter` gets Karpenter instead of the Cluster Autoscaler, an AKS stack with
+    `cluster.azure.provisioner: nap` the NodePools of the Karpenter AKS runs (no expander ConfigMap: nothing reads it)."""
     target = ctx.cluster.node_provisioner()
     if target is not None:
         ctx.handles["karpenter"] = Karpenter("karpenter", target, ctx.cluster)

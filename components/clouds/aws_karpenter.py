@@ -6,22 +6,15 @@ from typing import Any
 import pulumi
 
 from components.autoscaling.karpenter import SERVICE_ACCOUNT, KarpenterTarget, object_name
+from components.autoscaling.karpenter import node_pool_spec as node_pool
 from components.clouds.aws_nodes import GPU_DISK_GIB, SYSTEM_NODE_GROUP, TAG_PREFIX
 from components.clouds.base import GpuNodePool
 from components.clouds.labels import LABEL_PREFIX
 from components.clouds.profiles import GpuImage
-from components.config.capacity import GPU_RESOURCE
 
 NODE_CLASS_GROUP = "karpenter.k8s.aws"
 NODE_CLASS_API = f"{NODE_CLASS_GROUP}/v1"
 NODE_CLASS_KIND = "EC2NodeClass"
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
-CAPACITY_TYPES = {"on-demand": "on-demand", "spot": "spot"}
-# A GPU node empty this long goes, as with the Cluster Autoscaler's scale-down-unneeded-time.
-CONSOLIDATE_AFTER = "15m"
-# Same tiers as the Cluster Autoscaler's priority expander: spot before on-demand where a pod fits both.
-WEIGHTS = {"spot": 20, "on-demand": 10}
 # IMDSv2, hop limit 1: pods cannot reach the node role's credentials (as METADATA_OPTIONS on node groups).
 METADATA_OPTIONS = {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled", "httpPutResponseHopLimit": 1,
                     "httpTokens": "required"}
@@ -46,34 +39,8 @@ def node_class_spec(pool: GpuNodePool, image: GpuImage, node_role_name: pulumi.I
 
 
 def node_pool_spec(pool: GpuNodePool, image: GpuImage) -> dict[str, Any]:
-    """The NodePool: the pool's instance type, capacity type, labels and taints; at most maxNodes of GPUs; and
-    disruption that only ever removes empty GPU nodes."""
-    spec = pool.args
-    return {
-        "template": {
-            "metadata": {"labels": dict(sorted({**pool.labels, **image.labels}.items()))},
-            "spec": {
-                "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": NODE_CLASS_KIND, "name": object_name(spec.pool_name)},
-                "requirements": [
-                    {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [spec.instance_type]},
-                    {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [CAPACITY_TYPES[spec.capacity_type]]},
-                ],
-                "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.taints],
-                # The 720h default would drain a node mid-training after 30 days.
-                "expireAfter": "Never",
-            },
-        },
-        # Karpenter counts instance-type capacity: maxNodes nodes of this type, never a node more.
-        "limits": {GPU_RESOURCE: str(spec.max_nodes * spec.gpus_per_node)},
-        "disruption": {
-            # Never WhenEmptyOrUnderutilized: it would move running GPU pods to pack nodes.
-            "consolidationPolicy": "WhenEmpty",
-            "consolidateAfter": CONSOLIDATE_AFTER,
-            # One GPU node at a time, as max_unavailable 1 on node groups.
-            "budgets": [{"nodes": "1"}],
-        },
-        "weight": WEIGHTS[spec.capacity_type],
-    }
+    """The NodePool (karpenter.node_pool_spec) with the image's labels, e.g. Bottlerocket's."""
+    return node_pool(pool, NODE_CLASS_GROUP, NODE_CLASS_KIND, {**pool.labels, **image.labels})
 
 
 def controller_values(cluster_name: pulumi.Input[str], role_arn: pulumi.Input[str]) -> dict[str, Any]:

@@ -13,10 +13,12 @@ import pulumi_azure_native.resources as resources
 from components.autoscaling.priorities import expander_priorities
 from components.autoscaling.values import DELAY_AFTER_ADD, MAX_NODE_PROVISION_TIME, UNNEEDED_TIME
 from components.catalog.types import mig_shape
+from components.clouds import azure_karpenter
 from components.clouds.azure_kubeconfig import kubeconfig_from_credentials
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.clouds.profiles import AKS_POD_CIDR, AKS_SERVICE_CIDR, CloudProfile, profile
 from components.config.model import GpuPool, PlatformConfig, Taint
+from components.config.provisioning import AKS_NAP, provisioner
 
 DEFAULT_VNET_CIDR = "10.224.0.0/16"
 # Azure CNI overlay: pods and services live outside the VNet (config validation keeps vnetCidr clear of them),
@@ -70,6 +72,8 @@ class AksCluster(PlatformCluster):
         zones = [str(z) for z in extras.get("zones", [])] or None
         # Local accounts can only be disabled on Entra ID clusters, so production always gets Entra ID.
         aad = config.production or "tenantId" in extras or "adminGroupObjectIds" in extras
+        # Node auto-provisioning: AKS runs Karpenter, and the GPU pools become its NodePools (azure_karpenter).
+        nap = provisioner(extras, prof) == AKS_NAP
 
         if "resourceGroup" in extras:
             group_name: pulumi.Input[str] = extras["resourceGroup"]
@@ -93,10 +97,7 @@ class AksCluster(PlatformCluster):
                 "name": SYSTEM_POOL,
                 "mode": "System",
                 "vm_size": cluster.system_pool.instance_type,
-                "count": cluster.system_pool.min_nodes,
-                "min_count": cluster.system_pool.min_nodes,
-                "max_count": cluster.system_pool.max_nodes,
-                "enable_auto_scaling": True,
+                **azure_karpenter.system_pool_scaling(cluster.system_pool, nap),
                 "os_type": "Linux",
                 "os_sku": "Ubuntu",
                 "type": "VirtualMachineScaleSets",
@@ -121,17 +122,23 @@ class AksCluster(PlatformCluster):
             security_profile={"workload_identity": {"enabled": True}},
             aad_profile=_aad_profile(extras) if aad else None,
             disable_local_accounts=config.production,
-            auto_scaler_profile=AUTOSCALER_PROFILE,
-            # The autoscaler owns the system pool's node count after creation.
+            auto_scaler_profile=None if nap else AUTOSCALER_PROFILE,
+            node_provisioning_profile=azure_karpenter.NODE_PROVISIONING_PROFILE if nap else None,
+            # The autoscaler owns the system pool's node count after creation (under NAP nobody but the stack does).
             opts=pulumi.ResourceOptions(parent=self, protect=config.protected,
-                                        ignore_changes=["agentPoolProfiles[0].count"]),
+                                        ignore_changes=[] if nap else ["agentPoolProfiles[0].count"]),
         )
         ready: list[pulumi.Resource] = [managed]
         if aad:
             ready.append(self._deployer_admin(name, config, managed))
 
-        self.pools = {pool.name: self._gpu_pool(name, config, pool, prof, managed, group_name, subnet_id, zones)
-                      for pool in config.gpu_pools}
+        self._nap = None
+        if nap:
+            self.pools = azure_karpenter.nap_pools(name, config, prof, pulumi.ResourceOptions(parent=self))
+            self._nap = azure_karpenter.nap_target(self.pools, cluster.region, zones, ready)
+        else:
+            self.pools = {pool.name: self._gpu_pool(name, config, pool, prof, managed, group_name, subnet_id, zones)
+                          for pool in config.gpu_pools}
         self._gpu_pools = config.gpu_pools
         credentials = containerservice.list_managed_cluster_user_credentials_output(
             resource_group_name=group_name, resource_name=cluster.name, format="exec" if aad else None,
@@ -139,9 +146,14 @@ class AksCluster(PlatformCluster):
         kubeconfig = credentials.kubeconfigs.apply(lambda kcs: kubeconfig_from_credentials(kcs, aad))
         self._finish(name, kubeconfig, cluster.name)
 
-    def managed_expander_priorities(self) -> dict[str, list[str]]:
+    def node_provisioner(self) -> azure_karpenter.KarpenterTarget | None:
+        return self._nap
+
+    def managed_expander_priorities(self) -> dict[str, list[str]] | None:
         """AKS's own autoscaler names node groups by scale set, `aks-<pool>-<digits>-vmss`: anchored on both ends, a
-        pool's pattern never matches another pool's."""
+        pool's pattern never matches another pool's. None under NAP: no pool is autoscaled."""
+        if self._nap is not None:
+            return None
         return expander_priorities(self._gpu_pools, lambda pool: f"^aks-{re.escape(pool.cloud_name)}-[0-9]+-vmss$")
 
     def _network(self, name: str, config: PlatformConfig, group_name: pulumi.Input[str]) -> pulumi.Output[str]:

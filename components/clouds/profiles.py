@@ -132,6 +132,11 @@ class CloudProfile:
     # and the capacity types the native provisioner cannot buy.
     provisioner_key: str = ""
     provisioner_unsupported_capacity: tuple[str, ...] = ()
+    # Why the native provisioner cannot buy those (named in the error), and whether it can give its nodes the pool's
+    # fast fabric at all (with the reason it cannot).
+    provisioner_capacity_note: str = ""
+    provisioner_refuses_fabric: bool = False
+    provisioner_fabric_note: str = ""
     # The ProvisioningRequest class of the cloud's queued provisioning (gpuPools[].provisioning: queued), which
     # Kueue's provisioning admission check asks for; empty where the cloud has none.
     queued_provisioning_class: str = ""
@@ -493,6 +498,9 @@ PROFILES: dict[str, CloudProfile] = {
             "deployerPrincipalType": ExtraKey(str, "who runs pulumi up on an Entra ID cluster: User (default) or "
                                                    "ServicePrincipal; it is granted Kubernetes cluster-admin",
                                               choices=("User", "ServicePrincipal")),
+            "provisioner": ExtraKey(str, "who makes GPU nodes: pool (default; an autoscaled agent pool per GPU pool) "
+                                         "or nap (node auto-provisioning: AKS-run Karpenter, a NodePool and "
+                                         "AKSNodeClass per GPU pool)", choices=("pool", "nap")),
         },
         driver_note="AKS installs the driver unless the pool sets gpuProfile.driver=None",
         # AKS partitions GPUs itself from the pool's gpuInstanceProfile (MIG1g..MIG7g), fixed at creation.
@@ -518,6 +526,16 @@ PROFILES: dict[str, CloudProfile] = {
         instance_type_example="Standard_D8s_v5",
         # AKS node pools hold at most 1000 nodes (maxCount).
         max_pool_nodes=1000,
+        # Node auto-provisioning (components/clouds/azure_karpenter.py): AKS runs Karpenter, whose NodePools buy
+        # spot and on-demand VMs only.
+        provisioner_key="provisioner",
+        provisioner_unsupported_capacity=("reserved",),
+        provisioner_capacity_note="a reserved pool is an agent pool preferred by the autoscaler's priority "
+                                  "expander, which NAP does not run; Azure reservations discount on-demand VMs anyway",
+        # InfiniBand links only the VMs of one scale set; NAP creates each node as a VM of its own.
+        provisioner_refuses_fabric=True,
+        provisioner_fabric_note="InfiniBand links only the VMs of one scale set, and NAP creates every node as a "
+                                "standalone VM",
         # AKS-managed Entra ID RBAC binds groups by object id, not by name.
         team_group_check=_entra_group,
         # AKS documents no block or rack label on its nodes (ND InfiniBand VMs included): Kueue TAS can place by

@@ -1,4 +1,5 @@
-"""Checks for a native node provisioner (`cluster.<cloud>.provisioner`, EKS Karpenter) against the GPU pools."""
+"""Checks for a native node provisioner (`cluster.<cloud>.provisioner`: EKS Karpenter, AKS node auto-provisioning)
+against the GPU pools."""
 from __future__ import annotations
 
 import math
@@ -8,10 +9,11 @@ from components import catalog
 from components.clouds.profiles import CloudProfile
 from components.config.errors import Problems
 from components.config.fields import join, name_index
-from components.config.model import CAPACITY_TYPES, GpuPool, Scheduler
+from components.config.model import CAPACITY_TYPES, SHARING_MODES, GpuPool, Scheduler
 from components.scheduling.kinds import scheduler_kind
 
 KARPENTER = "karpenter"
+AKS_NAP = "nap"
 
 
 def declared(pool_items: list[Any], pools: list[GpuPool]) -> list[tuple[int, GpuPool]]:
@@ -35,8 +37,20 @@ def provisioner_checks(extras: dict[str, Any], pool_items: list[Any], pools: lis
         path = join("gpuPools", i)
         if pool.capacity_type in prof.provisioner_unsupported_capacity:
             allowed = [t for t in CAPACITY_TYPES if t not in prof.provisioner_unsupported_capacity]
+            why = f" ({prof.provisioner_capacity_note})" if prof.provisioner_capacity_note else ""
             problems.add(join(path, "capacityType"), f"{pool.capacity_type!r} is not supported with {key}: "
-                                                     f"{extras[prof.provisioner_key]}; allowed: {', '.join(allowed)}")
+                                                     f"{extras[prof.provisioner_key]}{why}; allowed: {', '.join(allowed)}")
+        if pool.sharing.mode == "mig" and prof.mig_via == "pool":
+            # The cloud partitions GPUs through a node pool field, and a native provisioner makes no node pools.
+            allowed = [m for m in SHARING_MODES if m != "mig"]
+            problems.add(join(join(path, "sharing"), "mode"),
+                         f"mig is not available with {key}: {extras[prof.provisioner_key]} ({prof.service} sets MIG "
+                         f"through the node pool's {prof.mig_pool_field}, and its nodes come from no node pool); "
+                         f"allowed: {', '.join(allowed)}")
+        if pool.fabric != "none" and prof.provisioner_refuses_fabric:
+            problems.add(join(path, "fabric"), f"{pool.fabric} is not available with {key}: "
+                                               f"{extras[prof.provisioner_key]} ({prof.provisioner_fabric_note}); "
+                                               "allowed: none")
         if pool.min_nodes:
             # Karpenter launches nodes for pending pods only and removes empty ones: a floor would be silently lost.
             problems.add(join(path, "minNodes"), f"must be 0 with {key}: {extras[prof.provisioner_key]} starts GPU "
