@@ -156,6 +156,20 @@ def test_reserved_pool_and_min_nodes_are_refused_all_at_once():
     assert "allowed: on-demand, spot" in found["gpuPools[1].capacityType"]
 
 
+def test_efa_is_refused_when_asked_for_and_auto_resolves_to_none():
+    train = {"name": "h100", "instanceType": "p5.48xlarge", "maxNodes": 2, "workload": "training"}
+    raw = raw_config(gpuPools=[{**train, "fabric": "efa"}],
+                     teams=[{"name": "sandbox", "quotas": {"h100": 8}}])
+    message = errors(raw)["gpuPools[0].fabric"]
+    assert "efa is not available with cluster.aws.provisioner: karpenter" in message
+    assert "EC2NodeClasses carry none of them" in message and message.endswith("allowed: none")
+    # Without the key, `auto` is the best Karpenter nodes can get: none, not an error.
+    raw = raw_config(gpuPools=[train], teams=[{"name": "sandbox", "quotas": {"h100": 8}}])
+    assert [p.fabric for p in validate(raw).gpu_pools] == ["none"]
+    raw["cluster"]["aws"] = {}
+    assert [p.fabric for p in validate(raw).gpu_pools] == ["efa"]
+
+
 def test_other_clouds_have_no_provisioner_key():
     raw = read_stack_config(ROOT / "stacks" / "Pulumi.gcp-dev.yaml")
     raw = {k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("gpu-platform:")}

@@ -447,6 +447,11 @@ PROFILES: dict[str, CloudProfile] = {
         # Capacity Blocks (reserved pools) need Karpenter's capacityReservationSelectorTerms, not built here: they stay
         # on managed node groups, so a Karpenter stack refuses them.
         provisioner_unsupported_capacity=("reserved",),
+        # EFA is built into managed node groups' launch templates (aws_fabric); the EC2NodeClasses carry none of it.
+        provisioner_refuses_fabric=True,
+        provisioner_fabric_note="the platform builds EFA interfaces, their security group and the cluster placement "
+                                "group into managed node groups' launch templates, and its EC2NodeClasses carry "
+                                "none of them",
         # The Cluster Autoscaler's AWS GPU label: nodes carrying it count as unready until GPUs are advertised.
         autoscaler_gpu_label="k8s.amazonaws.com/accelerator",
         # The managed node group API rejects these label prefixes (InvalidParameterException, eksctl#4007).

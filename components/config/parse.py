@@ -23,7 +23,7 @@ from components.config.teams import (
     team_quota_rules,
 )
 from components.config.cron import cron_problem
-from components.config.provisioning import nap_checks, provisioner_checks, queued_checks
+from components.config.provisioning import nap_checks, provisioner_checks, provisioner_fabrics, queued_checks
 from components.config.zonal import per_zone_start_checks
 from policies.exemptions import POLICY_KEYS
 from policies.exemptions import read_policy as read_exemption_policy
@@ -48,6 +48,8 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     cluster = _cluster(top.value("cluster"), prof, production, problems)
     pool_items = top.list("gpuPools", required=True)
     pools = read_pools(pool_items, prof, problems)
+    if prof and cluster:
+        pools = provisioner_fabrics(cluster.extras, pool_items, pools, prof)
     declared = set(name_index(pool_items))
     scheduler = read_scheduler(top.value("scheduler", {}), problems)
     teams = read_teams(top.list("teams", required=True), pools, declared, problems)

@@ -3,11 +3,13 @@ against the GPU pools."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from components import catalog
 from components.clouds.profiles import CloudProfile
 from components.config.errors import Problems
+from components.config.fabric import AUTO, NONE
 from components.config.fields import join, name_index
 from components.config.model import CAPACITY_TYPES, SHARING_MODES, GpuPool, Scheduler
 from components.scheduling.kinds import scheduler_kind
@@ -25,6 +27,17 @@ def declared(pool_items: list[Any], pools: list[GpuPool]) -> list[tuple[int, Gpu
 def provisioner(extras: dict[str, Any], prof: CloudProfile) -> str:
     """The stack's node provisioner: the extras choice, else the cloud's autoscaler."""
     return extras.get(prof.provisioner_key, prof.autoscaler) if prof.provisioner_key else prof.autoscaler
+
+
+def provisioner_fabrics(extras: dict[str, Any], pool_items: list[Any], pools: list[GpuPool],
+                        prof: CloudProfile) -> list[GpuPool]:
+    """The pools with `fabric: auto` resolved to none where the stack's native provisioner cannot attach a fabric:
+    auto means the best the platform can attach. An explicit fabric stays, for provisioner_checks to refuse."""
+    if provisioner(extras, prof) == prof.autoscaler or not prof.provisioner_refuses_fabric:
+        return pools
+    explicit = {name for name, i in name_index(pool_items).items()
+                if isinstance(pool_items[i], dict) and pool_items[i].get("fabric", AUTO) != AUTO}
+    return [pool if pool.name in explicit else replace(pool, fabric=NONE) for pool in pools]
 
 
 def provisioner_checks(extras: dict[str, Any], pool_items: list[Any], pools: list[GpuPool], prof: CloudProfile,
