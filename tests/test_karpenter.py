@@ -170,6 +170,25 @@ def test_efa_is_refused_when_asked_for_and_auto_resolves_to_none():
     assert [p.fabric for p in validate(raw).gpu_pools] == ["efa"]
 
 
+def test_kubernetes_minor_beyond_the_pinned_release_is_refused():
+    raw = raw_config()
+    raw["cluster"] = {**raw["cluster"], "kubernetesVersion": "1.36"}
+    message = errors(raw)["cluster.kubernetesVersion"]
+    assert "1.36 is not supported by the karpenter release the stack pins (cluster.aws.provisioner)" in message
+    assert message.endswith("allowed with it: 1.32, 1.33, 1.34, 1.35")
+    raw["cluster"]["aws"] = {}
+    assert validate(raw).cluster.kubernetes_version == "1.36"  # the Cluster Autoscaler follows every minor
+
+
+def test_supported_minors_are_those_of_the_pinned_release():
+    # Karpenter 1.10's compatibility matrix: Kubernetes 1.29-1.35. Moving the pin means re-reading it.
+    from components.clouds.profiles import PROFILES
+    assert CHART_VERSION == "1.10.0"
+    eks = PROFILES["aws"]
+    assert set(eks.provisioner_kubernetes_versions) == {
+        v for v in eks.kubernetes_versions if (1, 29) <= tuple(map(int, v.split("."))) <= (1, 35)}
+
+
 def test_other_clouds_have_no_provisioner_key():
     raw = read_stack_config(ROOT / "stacks" / "Pulumi.gcp-dev.yaml")
     raw = {k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("gpu-platform:")}

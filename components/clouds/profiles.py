@@ -137,6 +137,9 @@ class CloudProfile:
     provisioner_capacity_note: str = ""
     provisioner_refuses_fabric: bool = False
     provisioner_fabric_note: str = ""
+    # The Kubernetes minors the pinned native provisioner release supports, when the stack installs it (empty: the
+    # cloud runs it and keeps it current).
+    provisioner_kubernetes_versions: tuple[str, ...] = ()
     # The ProvisioningRequest class of the cloud's queued provisioning (gpuPools[].provisioning: queued), which
     # Kueue's provisioning admission check asks for; empty where the cloud has none.
     queued_provisioning_class: str = ""
@@ -447,6 +450,10 @@ PROFILES: dict[str, CloudProfile] = {
         # Capacity Blocks (reserved pools) need Karpenter's capacityReservationSelectorTerms, not built here: they stay
         # on managed node groups, so a Karpenter stack refuses them.
         provisioner_unsupported_capacity=("reserved",),
+        # Karpenter 1.10.0 (components/autoscaling/karpenter.py) supports Kubernetes 1.29-1.35 (its compatibility
+        # matrix, as endoflife.date lists it); on a newer cluster its controller refuses to reconcile node classes
+        # ("karpenter version is not compatible with K8s version", aws/karpenter-provider-aws#7127).
+        provisioner_kubernetes_versions=("1.32", "1.33", "1.34", "1.35"),
         # EFA is built into managed node groups' launch templates (aws_fabric); the EC2NodeClasses carry none of it.
         provisioner_refuses_fabric=True,
         provisioner_fabric_note="the platform builds EFA interfaces, their security group and the cluster placement "

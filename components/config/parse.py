@@ -23,7 +23,9 @@ from components.config.teams import (
     team_quota_rules,
 )
 from components.config.cron import cron_problem
-from components.config.provisioning import nap_checks, provisioner_checks, provisioner_fabrics, queued_checks
+from components.config.provisioning import (
+    nap_checks, provisioner_checks, provisioner_fabrics, provisioner_version_check, queued_checks,
+)
 from components.config.zonal import per_zone_start_checks
 from policies.exemptions import POLICY_KEYS
 from policies.exemptions import read_policy as read_exemption_policy
@@ -63,6 +65,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
         cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)
         per_zone_start_checks(cluster, pool_items, pools, prof, problems)
         provisioner_checks(cluster.extras, pool_items, pools, prof, problems)
+        provisioner_version_check(cluster.extras, cluster.kubernetes_version, prof, problems)
         nap_checks(cluster.extras, pools, prof, problems)
         team_group_rules(cluster, teams, prof, problems)
     if prof:

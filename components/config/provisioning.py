@@ -40,6 +40,19 @@ def provisioner_fabrics(extras: dict[str, Any], pool_items: list[Any], pools: li
     return [pool if pool.name in explicit else replace(pool, fabric=NONE) for pool in pools]
 
 
+def provisioner_version_check(extras: dict[str, Any], kubernetes_version: str, prof: CloudProfile,
+                              problems: Problems) -> None:
+    """A provisioner release the stack installs runs only on the Kubernetes minors it supports."""
+    supported = prof.provisioner_kubernetes_versions
+    if (provisioner(extras, prof) == prof.autoscaler or not supported or not kubernetes_version
+            or kubernetes_version in supported):
+        return
+    key = f"cluster.{prof.name}.{prof.provisioner_key}"
+    problems.add("cluster.kubernetesVersion",
+                 f"{kubernetes_version} is not supported by the {extras[prof.provisioner_key]} release the stack "
+                 f"pins ({key}); allowed with it: {', '.join(supported)}")
+
+
 def provisioner_checks(extras: dict[str, Any], pool_items: list[Any], pools: list[GpuPool], prof: CloudProfile,
                        problems: Problems) -> None:
     """Pools a native provisioner cannot make: capacity it cannot buy, and nodes kept up without pending pods."""
