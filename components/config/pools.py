@@ -12,7 +12,7 @@ from components.catalog.types import mig_shape
 from components.clouds.profiles import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
-from components.config.fabric import read_fabric
+from components.config.fabric import read_fabric, warn_peer_memory
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, INT32_MAX, Section, join, name_index
 from components.config.model import (
     CAPACITY_TYPES, DRIVER_OWNERS, PROVISIONING, SHARING_MODES, TAINT_EFFECTS, WORKLOADS, GpuPool, Sharing, Taint,
@@ -92,6 +92,7 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
                                          f"{prof.pool_naming.pattern}")
     topology = sec.bool("topology", default(GpuPool, "topology"))
     fabric = read_fabric(sec, instance, workload, prof, problems)
+    warn_peer_memory(sec, fabric, driver, prof, problems)
     provisioning = sec.str("provisioning", default(GpuPool, "provisioning"), choices=PROVISIONING)
     if None in (name, instance, max_nodes, min_nodes, capacity_type, workload, driver, sharing, topology,
                 fabric, provisioning) or None in taints:
