@@ -281,3 +281,11 @@ def test_nccl_test_off_the_fabric_measures_tcp(capsys, tmp_path):
     (container,) = list(yaml.safe_load_all(capsys.readouterr().out))[-1]["spec"]["template"]["spec"]["containers"]
     assert container["resources"]["limits"] == {"nvidia.com/gpu": "8"}
     assert {e["name"]: e["value"] for e in container["env"]}["NCCL_NET"] == "Socket"
+
+
+def test_kueue_admits_jobs_asking_for_nics_by_leaving_the_fabric_resource_to_the_kubelet(prod):
+    from components.scheduling.kueue import manager_config
+    assert "rdma/ib" in manager_config(prod.config)["resources"]["excludeResourcePrefixes"]
+    off = validate(raw_config("azure", [
+        {"name": "ib", "instanceType": "Standard_ND96isr_H100_v5", "maxNodes": 2, "fabric": "none"}]))
+    assert "rdma/ib" not in manager_config(off)["resources"]["excludeResourcePrefixes"]
