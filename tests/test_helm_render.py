@@ -83,8 +83,9 @@ def render_release(helm: Helm, stack: str, release) -> Rendered:
     return out
 
 
-# Charts ../shared/upstream/charts has no package of; their values are tested in the fabric tests instead.
-NOT_IN_UPSTREAM = {"aws-efa-k8s-device-plugin"}
+# Charts ../shared/upstream/charts has no package of; their values are tested in the fabric tests instead
+# (test_fabric.py, test_fabric_aks.py).
+NOT_IN_UPSTREAM = {"aws-efa-k8s-device-plugin", "network-operator"}
 
 
 @pytest.fixture(scope="module")
