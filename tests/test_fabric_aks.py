@@ -228,8 +228,10 @@ def test_network_operator_waits_for_nothing_on_pools_at_zero_but_the_policy_foll
 def test_gpu_operator_loads_peermem_only_where_it_owns_an_infiniband_pools_driver(driver, rdma):
     config = validate(raw_config("azure", [
         {"name": "ib", "instanceType": "Standard_ND96isr_H100_v5", "maxNodes": 2, "driver": driver},
-        {"name": "nc", "instanceType": "Standard_NC24ads_A100_v4", "maxNodes": 2, "driver": "operator"}]))
-    assert operator_values(config, PROFILES["azure"])["driver"].get("rdma") == rdma
+        {"name": "nc", "instanceType": "Standard_NC24ads_A100_v4", "maxNodes": 2,
+         "driver": "managed" if driver == "operator" else "operator"}]))
+    values = operator_values(config, PROFILES["azure"])
+    assert values["driver"]["enabled"] is True and values["driver"].get("rdma") == rdma
 
 
 def test_operator_owned_pools_without_infiniband_get_no_rdma():
@@ -289,3 +291,19 @@ def test_kueue_admits_jobs_asking_for_nics_by_leaving_the_fabric_resource_to_the
     off = validate(raw_config("azure", [
         {"name": "ib", "instanceType": "Standard_ND96isr_H100_v5", "maxNodes": 2, "fabric": "none"}]))
     assert "rdma/ib" not in manager_config(off)["resources"]["excludeResourcePrefixes"]
+
+
+def test_operator_owned_pools_off_the_fabric_are_refused_next_to_an_operator_owned_infiniband_pool():
+    raw = raw_config("azure", [
+        {"name": "ib", "instanceType": "Standard_ND96isr_H100_v5", "maxNodes": 2, "driver": "operator"},
+        {"name": "nc", "instanceType": "Standard_NC24ads_A100_v4", "maxNodes": 2, "driver": "operator"},
+        {"name": "ib-off", "instanceType": "Standard_ND96isr_H100_v5", "maxNodes": 2, "driver": "operator",
+         "fabric": "none"},
+        {"name": "nv", "instanceType": "Standard_NV36ads_A10_v5", "maxNodes": 2}])
+    with pytest.raises(ConfigError) as exc:
+        validate(raw)
+    problems = {p.path: p.message for p in exc.value.problems}
+    assert set(problems) == {"gpuPools[1].driver", "gpuPools[2].driver"}
+    assert "driver.rdma" in problems["gpuPools[1].driver"] and "allowed here: managed" in problems["gpuPools[1].driver"]
+    raw["gpuPools"][0]["driver"] = "managed"  # no operator-owned InfiniBand pool: no cluster-wide RDMA
+    assert validate(raw).gpu_pools[1].driver == "operator"
