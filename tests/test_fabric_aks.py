@@ -307,3 +307,35 @@ def test_operator_owned_pools_off_the_fabric_are_refused_next_to_an_operator_own
     assert "driver.rdma" in problems["gpuPools[1].driver"] and "allowed here: managed" in problems["gpuPools[1].driver"]
     raw["gpuPools"][0]["driver"] = "managed"  # no operator-owned InfiniBand pool: no cluster-wide RDMA
     assert validate(raw).gpu_pools[1].driver == "operator"
+
+
+# --- locked memory ------------------------------------------------------------------------------------------------
+
+def test_memlock_daemonset_targets_infiniband_nodes_and_is_valid_kubernetes(ib):
+    daemonset = one(ib, "kubernetes:apps/v1:DaemonSet", "fabric-device-plugins-infiniband-memlock").inputs
+    kubernetes_validate.validate({"apiVersion": "apps/v1", "kind": "DaemonSet", **daemonset},
+                                 DEFAULT_KUBERNETES_VERSION, strict=True)
+    assert daemonset["metadata"]["namespace"] == "network-operator"  # the privileged namespace, not a team's
+    pod = daemonset["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"gpu-platform.io/fabric": "infiniband"}
+    assert pod["tolerations"] == one(ib, POLICY).inputs["spec"]["tolerations"]
+    assert pod["hostPID"] is True and pod["volumes"] == [{"name": "host", "hostPath": {"path": "/",
+                                                                                      "type": "Directory"}}]
+    (init,) = pod["initContainers"]
+    assert "@sha256:" in init["image"] and init["securityContext"] == {"privileged": True}
+
+
+def test_memlock_script_restarts_containerd_once_per_drop_in(tmp_path):
+    import subprocess
+
+    from components.gpu.network_operator import HOST, MEMLOCK_DROP_IN, MEMLOCK_SCRIPT
+    script = MEMLOCK_SCRIPT.replace("/host", str(tmp_path)).replace(HOST, "echo")
+
+    def run() -> str:
+        return subprocess.run(["sh", "-c", script], check=True, capture_output=True, text=True).stdout
+    assert run() == "systemctl daemon-reload\nsystemctl restart containerd\n"
+    drop_in = tmp_path / MEMLOCK_DROP_IN.lstrip("/")
+    assert drop_in.read_text() == "[Service]\nLimitMEMLOCK=infinity\n"
+    assert run() == ""  # already in place: containerd is left alone
+    drop_in.write_text("[Service]\nLimitMEMLOCK=64K\n")
+    assert run().endswith("systemctl restart containerd\n")

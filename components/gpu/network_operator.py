@@ -1,5 +1,6 @@
-"""The NVIDIA Network Operator for InfiniBand pools (AKS ND sizes): its namespace and Helm release, and the
-NicClusterPolicy that runs the DOCA/OFED driver container and the SR-IOV device plugin on those pools only.
+"""The NVIDIA Network Operator for InfiniBand pools (AKS ND sizes): its namespace and Helm release, the
+NicClusterPolicy that runs the DOCA/OFED driver container and the SR-IOV device plugin on those pools only, and a
+DaemonSet lifting the locked-memory limit RDMA needs on their nodes.
 
 The shape follows Microsoft's Azure/aks-rdma-infiniband project (configs/nicclusterpolicy/base and
 sriov-device-plugin): the driver container replaces the node image's inbox mlx5 modules with DOCA OFED, which
@@ -13,6 +14,7 @@ import json
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes.apps.v1 as apps
 import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.helm.v3 as helm
 from pulumi_kubernetes.apiextensions import CustomResource
@@ -20,6 +22,7 @@ from pulumi_kubernetes.apiextensions import CustomResource
 from components.clouds.labels import FABRIC_LABEL
 from components.clouds.profiles import Fabric
 from components.config.model import PlatformConfig
+from components.observability.reclaimer.component import IMAGE as DEBIAN_SLIM
 from components.tenancy.isolation import privileged_namespace_labels
 
 API = "mellanox.com/v1alpha1"
@@ -70,6 +73,47 @@ def nic_cluster_policy(fabric: Fabric, tolerations: list[dict[str, str]]) -> dic
     }
 
 
+MEMLOCK_DROP_IN = "/etc/systemd/system/containerd.service.d/50-gpu-platform-memlock.conf"
+MEMLOCK_UNIT = "[Service]\nLimitMEMLOCK=infinity"
+# Containers inherit containerd's locked-memory limit, 64 KiB on AKS nodes (Azure's tests see `ulimit -l` 64), and
+# RDMA memory registration (NCCL's buffers) needs far more; team pods may not add IPC_LOCK (Pod Security baseline).
+# Once per node, and again only if the drop-in changed: restarting containerd keeps running containers (their
+# shims stay), and containers started afterwards get the new limit.
+HOST = "nsenter -t 1 -m --"  # systemd's mount namespace (hostPID): systemctl refuses to act from a chroot
+MEMLOCK_SCRIPT = f"""set -eu
+want='{MEMLOCK_UNIT}'
+if [ "$(cat /host{MEMLOCK_DROP_IN} 2>/dev/null || true)" != "$want" ]; then
+  mkdir -p "$(dirname /host{MEMLOCK_DROP_IN})"
+  printf '%s\\n' "$want" > /host{MEMLOCK_DROP_IN}
+  {HOST} systemctl daemon-reload
+  {HOST} systemctl restart containerd
+fi
+"""
+
+
+def memlock_daemonset(fabric: Fabric, tolerations: list[dict[str, str]]) -> dict[str, Any]:
+    """The DaemonSet spec that lifts containerd's locked-memory limit on the fabric's nodes."""
+    labels = {"app.kubernetes.io/name": f"{fabric.name}-memlock", "app.kubernetes.io/part-of": "gpu-platform"}
+    return {
+        "selector": {"matchLabels": labels},
+        "template": {"metadata": {"labels": labels}, "spec": {
+            "nodeSelector": {FABRIC_LABEL: fabric.name},
+            "tolerations": tolerations,
+            "hostPID": True,
+            "initContainers": [{
+                "name": "memlock", "image": DEBIAN_SLIM, "command": ["/bin/sh", "-c", MEMLOCK_SCRIPT],
+                "securityContext": {"privileged": True},
+                "volumeMounts": [{"name": "host", "mountPath": "/host"}],
+            }],
+            # Keeps the pod Running, so the init step runs once per node rather than in a loop.
+            "containers": [{"name": "done", "image": DEBIAN_SLIM, "command": ["sleep", "infinity"],
+                            "resources": {"requests": {"cpu": "1m", "memory": "8Mi"},
+                                          "limits": {"memory": "16Mi"}}}],
+            "volumes": [{"name": "host", "hostPath": {"path": "/", "type": "Directory"}}],
+        }},
+    }
+
+
 def chart_values() -> dict[str, Any]:
     """Chart values: the GPU Operator's Node Feature Discovery already labels every GPU node (PCI class 02 with
     vendor ids, kernel and OS, which the operator reads to pick the driver image); a second NFD would fight it. The
@@ -95,6 +139,10 @@ class NetworkOperator(pulumi.ComponentResource):
             repository_opts=helm.RepositoryOptsArgs(repo=fabric.repository), namespace=fabric.namespace,
             values=chart_values(),
         ), opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]))
+        apps.DaemonSet(f"{name}-memlock", metadata={"name": f"{fabric.name}-memlock", "namespace": fabric.namespace},
+                       spec=memlock_daemonset(fabric, tolerations),
+                       # A DaemonSet on pools that may be at zero nodes: waiting for it would block until one starts.
+                       opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]))
         self.policy = CustomResource(
             f"{name}-nic-cluster-policy", api_version=API, kind=KIND, metadata={"name": POLICY_NAME},
             spec=nic_cluster_policy(fabric, tolerations),
