@@ -182,8 +182,10 @@ def test_development_cluster_uses_given_network_and_local_accounts(dev):
     assert inputs["disableLocalAccounts"] is False and "aadProfile" not in inputs
     assert inputs["sku"]["tier"] == "Free"
     assert inputs["agentPoolProfiles"][0]["vnetSubnetID"].endswith("/subnets/aks")
+    zones = {r.inputs["agentPoolName"]: r.inputs["availabilityZones"] for r in dev.of_type(AGENT_POOL)}
+    # The ND pool (fabric auto on a training pool: InfiniBand) keeps one zone: its fabric is one scale set's.
+    assert zones == {"h100slices": ["1"], "a100notebook": ["1", "2"]}
     for pool in dev.of_type(AGENT_POOL):
-        assert pool.inputs["availabilityZones"] == ["1", "2"]
         assert pool.inputs["vnetSubnetID"].endswith("/subnets/aks")
 
 

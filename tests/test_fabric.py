@@ -56,8 +56,9 @@ def test_catalog_carries_an_efa_interface_count_for_every_efa_type():
         name for name in EFA_TYPES if name.startswith("p")}
 
 
-def test_only_eks_offers_a_fabric():
-    assert {name: tuple(p.fabrics) for name, p in PROFILES.items() if p.fabrics} == {"aws": ("efa",)}
+def test_fabrics_per_cloud():
+    assert {name: tuple(p.fabrics) for name, p in PROFILES.items() if p.fabrics} == {"aws": ("efa",),
+                                                                                     "azure": ("infiniband",)}
 
 
 @pytest.mark.parametrize("pool, expected", [
@@ -94,10 +95,10 @@ def test_g6e_gets_efa_on_request_with_its_four_interfaces():
 
 def test_clouds_without_fabrics_allow_only_auto_and_none():
     problems = errors({"gpu-platform:gpuPools": [
-        {"name": "h100-train", "instanceType": "Standard_ND96isr_H100_v5", "maxNodes": 1, "fabric": "infiniband"}]},
-        stack="azure-prod")
-    assert "allowed: auto, none" in problems["gpuPools[0].fabric"]
-    for stack in ("azure-prod", "gcp-prod", "oci-prod", "gcp-dev"):
+        {"name": "h100-train", "instanceType": "BM.GPU.H100.8", "maxNodes": 1, "fabric": "rdma"}]},
+        stack="oci-prod")
+    assert problems["gpuPools[0].fabric"].endswith("allowed: auto, none")
+    for stack in ("gcp-prod", "oci-prod", "gcp-dev"):
         assert {p.fabric for p in plan_stack(stack).config.gpu_pools} == {"none"}, stack
 
 

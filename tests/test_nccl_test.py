@@ -69,6 +69,9 @@ def test_manifest_is_valid_kubernetes_on_the_pools_nodes(stack, pool_name, capsy
     if pool.fabric == "efa":
         expected["vpc.amazonaws.com/efa"] = str(pool.instance.fabric_interfaces)
         assert env["FI_PROVIDER"] == "efa" and "NCCL_NET" not in env
+    elif pool.fabric == "infiniband":
+        expected["rdma/ib"] = str(pool.instance.fabric_interfaces)
+        assert env["NCCL_NET"] == "IB" and "FI_PROVIDER" not in env
     else:
         assert env["NCCL_NET"] == "Socket" and "FI_PROVIDER" not in env
     assert container["resources"]["limits"] == container["resources"]["requests"] == expected

@@ -336,4 +336,6 @@ def test_queue_management_is_confined_to_team_namespaces():
     assert conf["manageJobsWithoutQueueName"] is True
     assert conf["managedJobsNamespaceSelector"] == {
         "matchExpressions": [{"key": "gpu-platform.io/team", "operator": "Exists"}]}
-    assert conf["resources"] == {"excludeResourcePrefixes": ["cpu", "memory", "ephemeral-storage", "hugepages-"]}
+    # aws-prod's h100-train has EFA: its interfaces are left to the kubelet, quota counts GPUs.
+    assert conf["resources"] == {"excludeResourcePrefixes": ["cpu", "memory", "ephemeral-storage", "hugepages-",
+                                                             "vpc.amazonaws.com/efa"]}

@@ -52,6 +52,14 @@ def gpu_instance_profile(pool: GpuPool) -> str | None:
     return f"MIG{mig_shape(name).compute}g"
 
 
+def pool_zones(pool: GpuPool, zones: list[str] | None) -> list[str] | None:
+    """The pool's availability zones. A fabric pool keeps the first only: Azure wires InfiniBand between the VMs of
+    one scale set, and a scale set spread over zones spans data centers the fabric does not join."""
+    if zones and pool.fabric != "none":
+        return zones[:1]
+    return zones
+
+
 def node_taint(taint: Taint, prof: CloudProfile) -> str:
     """A taint as AKS `nodeTaints` spells it: key=value:Effect (key:Effect without a value)."""
     effect = prof.taint_effects[taint.effect]
@@ -214,7 +222,7 @@ class AksCluster(PlatformCluster):
             node_labels=node_pool.labels,
             gpu_profile={"driver": "Install" if pool.driver == "managed" else "None"},
             gpu_instance_profile=gpu_instance_profile(pool),
-            availability_zones=zones,
+            availability_zones=pool_zones(pool, zones),
             vnet_subnet_id=subnet_id,
             **spot,
             # The autoscaler owns the node count after creation.

@@ -83,6 +83,12 @@ class Fabric:
     version: str
     namespace: str
     env: tuple[tuple[str, str], ...] = ()  # what NCCL/libfabric need in pods using it
+    # How the chart is installed: "device-plugin" (a plain device plugin chart, values nodeSelector/tolerations) or
+    # "network-operator" (NVIDIA Network Operator plus the NicClusterPolicy that runs the NIC driver and plugin).
+    installer: str = "device-plugin"
+    # GPUDirect RDMA on this fabric needs nvidia-peermem, which only the GPU Operator's driver loads (driver.rdma);
+    # pools whose driver the cloud installs get the fabric without it (warned about).
+    peer_memory_by_operator: bool = False
 
 
 @dataclass(frozen=True)
@@ -404,6 +410,18 @@ _EFA = Fabric(name="efa", resource="vpc.amazonaws.com/efa", chart="aws-efa-k8s-d
               repository="https://aws.github.io/eks-charts", version="v0.5.7", namespace="kube-system",
               env=(("FI_PROVIDER", "efa"), ("FI_EFA_USE_DEVICE_RDMA", "1"), ("NCCL_DEBUG", "INFO")))
 
+# InfiniBand on AKS ND pools (Azure/aks-rdma-infiniband, "Network Operator" and "GPU Drivers" guides): the NVIDIA
+# Network Operator's NicClusterPolicy runs the DOCA/OFED driver container and the SR-IOV device plugin, which
+# advertises each InfiniBand NIC as rdma/ib (one per GPU on ND sizes). Chart v25.10.0 pairs with the
+# network-operator-v25.10.0 component images Azure's NicClusterPolicies pin (components/gpu/network_operator.py).
+# NCCL_NET=IB selects NCCL's own InfiniBand transport (not a plugin the image may carry) and fails instead of falling
+# back to TCP; NCCL_NET_GDR_LEVEL=SYS is Azure's nccl-tests setting, which lets NCCL use GPUDirect RDMA for every
+# GPU-NIC pair of the VM's topology.
+_INFINIBAND = Fabric(name="infiniband", resource="rdma/ib", chart="network-operator",
+                     repository="https://helm.ngc.nvidia.com/nvidia", version="v25.10.0", namespace="network-operator",
+                     env=(("NCCL_NET", "IB"), ("NCCL_NET_GDR_LEVEL", "SYS"), ("NCCL_DEBUG", "INFO")),
+                     installer="network-operator", peer_memory_by_operator=True)
+
 _K8S_EFFECTS = {"NoSchedule": "NoSchedule", "PreferNoSchedule": "PreferNoSchedule", "NoExecute": "NoExecute"}
 _API_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
 
@@ -552,6 +570,9 @@ PROFILES: dict[str, CloudProfile] = {
         team_group_check=_entra_group,
         # AKS documents no block or rack label on its nodes (ND InfiniBand VMs included): Kueue TAS can place by
         # hostname only (network_topology None).
+        # ND pools get InfiniBand through the NVIDIA Network Operator; one agent pool is one scale set, the unit
+        # Azure wires into one InfiniBand fabric (docs/azure.md).
+        fabrics={"infiniband": _INFINIBAND},
     ),
     "gcp": CloudProfile(
         name="gcp",

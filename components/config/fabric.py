@@ -1,4 +1,5 @@
-"""gpuPools[].fabric: which fast inter-node fabric a GPU pool's nodes get (EFA on EKS), resolved from the catalog."""
+"""gpuPools[].fabric: which fast inter-node fabric a GPU pool's nodes get (EFA on EKS, InfiniBand on AKS), resolved
+from the catalog."""
 from __future__ import annotations
 
 from components.clouds.profiles import CloudProfile
@@ -30,7 +31,18 @@ def read_fabric(sec: Section, instance, workload: str | None, prof: CloudProfile
         return None
     if not attachable:
         problems.add(sec.at("fabric"), f"the catalog has no {value} interface count for {instance.name}, so its "
-                                       f"{prof.service} launch template cannot attach {value}; allowed for it: "
+                                       f"{prof.service} nodes cannot be given {value}; allowed for it: "
                                        f"{AUTO}, {NONE}")
         return None
     return value
+
+
+def warn_peer_memory(sec: Section, fabric: str | None, driver: str | None, prof: CloudProfile | None,
+                     problems: Problems) -> None:
+    """A fabric whose GPUDirect RDMA needs the GPU Operator's nvidia-peermem still works on a cloud-installed driver,
+    but through host memory: say so where the pool chooses its driver."""
+    kind = prof.fabrics.get(fabric) if prof and fabric else None
+    if kind is not None and kind.peer_memory_by_operator and driver == "managed":
+        problems.warn(sec.at("driver"), f"{prof.service} installs this pool's driver without nvidia-peermem, so "
+                                        f"{fabric} carries NCCL traffic through host memory, not GPUDirect RDMA; set "
+                                        f"driver: operator for GPUDirect RDMA (docs/azure.md)")

@@ -12,7 +12,7 @@ from components.catalog.types import mig_shape
 from components.clouds.profiles import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
-from components.config.fabric import read_fabric
+from components.config.fabric import read_fabric, warn_peer_memory
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, INT32_MAX, Section, join, name_index
 from components.config.model import (
     CAPACITY_TYPES, DRIVER_OWNERS, PROVISIONING, SHARING_MODES, TAINT_EFFECTS, WORKLOADS, GpuPool, Sharing, Taint,
@@ -92,6 +92,7 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
                                          f"{prof.pool_naming.pattern}")
     topology = sec.bool("topology", default(GpuPool, "topology"))
     fabric = read_fabric(sec, instance, workload, prof, problems)
+    warn_peer_memory(sec, fabric, driver, prof, problems)
     provisioning = sec.str("provisioning", default(GpuPool, "provisioning"), choices=PROVISIONING)
     if None in (name, instance, max_nodes, min_nodes, capacity_type, workload, driver, sharing, topology,
                 fabric, provisioning) or None in taints:
@@ -233,6 +234,23 @@ def _custom_layout(raw: dict, path: str, gpu, problems: Problems) -> dict[str, i
     return {str(k): v for k, v in raw.items()}
 
 
+def _one_rdma_setting(index: dict[str, int], pools: list[GpuPool], prof: CloudProfile, problems: Problems) -> None:
+    """GPUDirect RDMA (the operator's driver.rdma) is cluster-wide: it makes the operator's driver wait for the fabric's
+    NIC driver (its mofed-validation init container) on every node the operator drives, and only fabric pools get one."""
+    rdma = [p for p in pools if p.driver == "operator" and p.fabric in prof.fabrics
+            and prof.fabrics[p.fabric].peer_memory_by_operator]
+    if not rdma:
+        return
+    first = rdma[0]
+    for pool in pools:
+        if pool.driver == "operator" and pool not in rdma:
+            problems.add(join(join("gpuPools", index[pool.name]), "driver"),
+                         f"the GPU Operator cannot own this pool's driver while it owns {first.fabric} pool "
+                         f"{first.name!r}'s: GPUDirect RDMA (driver.rdma) is cluster-wide and would hold this pool's "
+                         f"driver until a {first.fabric} NIC driver loads, which only {first.fabric} pools get; "
+                         f"allowed here: managed (or driver: managed on {first.name!r})")
+
+
 def one_gpu_operator(items: list[Any], pools: list[GpuPool], prof: CloudProfile | None, problems: Problems) -> None:
     """One GPU Operator serves every pool: its cluster-wide settings must mean the same on all of them."""
     if prof is None:
@@ -245,6 +263,7 @@ def one_gpu_operator(items: list[Any], pools: list[GpuPool], prof: CloudProfile 
                              f"{pool.driver} cannot be mixed with {prof.default_driver} pools on {prof.service}: the "
                              f"operator reads {prof.service}-installed drivers from {prof.managed_driver_root} "
                              "cluster-wide; give every GPU pool the same driver owner")
+    _one_rdma_setting(index, pools, prof, problems)
     if prof.mig_via != "operator":
         return
     layouts: dict[str, GpuPool] = {}

@@ -1,4 +1,5 @@
-"""The device plugin of each fast fabric the GPU pools use (EFA on EKS), so pods can request its interfaces."""
+"""The device plugin of each fast fabric the GPU pools use (EFA on EKS, InfiniBand on AKS through the NVIDIA Network
+Operator), so pods can request its interfaces."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,6 +10,7 @@ import pulumi_kubernetes.helm.v3 as helm
 from components.clouds.labels import FABRIC_LABEL, pool_taints
 from components.clouds.profiles import Fabric, profile
 from components.config.model import PlatformConfig
+from components.gpu.network_operator import NetworkOperator
 
 
 def tolerations(config: PlatformConfig, fabric: str) -> list[dict[str, str]]:
@@ -40,6 +42,10 @@ class FabricDevicePlugins(pulumi.ComponentResource):
         self.releases: dict[str, helm.Release] = {}
         for kind in used:
             fabric = prof.fabrics[kind]
+            if fabric.installer == "network-operator":
+                self.releases[kind] = NetworkOperator(f"{name}-{kind}", config, fabric, tolerations(config, kind),
+                                                      opts=pulumi.ResourceOptions(parent=self)).release
+                continue
             self.releases[kind] = helm.Release(f"{name}-{kind}", helm.ReleaseArgs(
                 name=fabric.chart, chart=fabric.chart, version=fabric.version,
                 repository_opts=helm.RepositoryOptsArgs(repo=fabric.repository), namespace=fabric.namespace,

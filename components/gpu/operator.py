@@ -70,6 +70,11 @@ def operator_values(config: PlatformConfig, prof: CloudProfile) -> dict[str, Any
         "migManager": {"enabled": ops.mig_manager},
         "dcgmExporter": _dcgm_exporter(config, prof, cloud_plugin_serves),
     }
+    if ops.driver and any(p.driver == "operator" and p.fabric in prof.fabrics
+                          and prof.fabrics[p.fabric].peer_memory_by_operator for p in config.gpu_pools):
+        # GPUDirect RDMA: the driver container builds and loads nvidia-peermem against the MOFED the Network
+        # Operator's driver container installs (useHostMofed stays false: MOFED is not on the host image).
+        values["driver"]["rdma"] = {"enabled": True}
     if prof.managed_driver_root and not ops.driver:
         values["hostPaths"] = {"driverInstallDir": prof.managed_driver_root}
         values["toolkit"]["installDir"] = prof.managed_driver_root

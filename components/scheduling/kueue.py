@@ -43,6 +43,13 @@ REQUEUE_BACKOFF = {"timestamp": "Eviction", "backoffLimitCount": 5, "backoffBase
                    "backoffMaxSeconds": 3600}
 
 
+def fabric_resources(config: PlatformConfig) -> list[str]:
+    """The fabric NICs pools advertise (vpc.amazonaws.com/efa, rdma/ib): quota is counted in GPUs, and a Workload
+    asking for a resource no ClusterQueue covers is never admitted, so Kueue leaves them to the kubelet."""
+    fabrics = profile(config.cloud).fabrics
+    return sorted({fabrics[p.fabric].resource for p in config.gpu_pools if p.fabric in fabrics})
+
+
 def manager_config(config: PlatformConfig) -> dict[str, Any]:
     """Kueue's `Configuration` (config.kueue.x-k8s.io/v1beta2): the chart defaults plus our admission policy."""
     scheduler = config.scheduler
@@ -64,7 +71,7 @@ def manager_config(config: PlatformConfig) -> dict[str, Any]:
         "managedJobsNamespaceSelector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]},
         # Only what is installed: an integration without its operator would admit jobs nothing runs.
         "integrations": {"frameworks": kueue_integrations(config)},
-        "resources": {"excludeResourcePrefixes": list(NOT_QUEUED)},
+        "resources": {"excludeResourcePrefixes": [*NOT_QUEUED, *fabric_resources(config)]},
     }
     if scheduler.gang.enabled:
         timeout = scheduler.gang.timeout_s
