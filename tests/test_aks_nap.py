@@ -10,11 +10,8 @@ import jsonschema
 import pytest
 
 from components.clouds import azure_karpenter
-from components.clouds.profiles import profile
 from components.config import ConfigError, validate
-from components.config.errors import Problems
 from components.config.model import Policy
-from components.config.provisioning import provisioner_checks
 from conftest import ROOT
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config
@@ -125,16 +122,17 @@ def test_what_nap_cannot_make_is_refused_all_at_once():
     assert "priority expander" in reserved and reserved.endswith("allowed: on-demand, spot")
 
 
-def test_a_fabric_is_refused_under_nap():
-    """No AKS fabric exists in the profile yet, so the pool is given one directly: the check must name it."""
+def test_infiniband_is_refused_when_asked_for_and_auto_resolves_to_none():
     raw = config_of(raw_stack())
-    config = validate(raw)
-    pool = dataclasses.replace(config.gpu_pools[0], fabric="infiniband")
-    problems = Problems()
-    provisioner_checks(config.cluster.extras, raw["gpuPools"], [pool, *config.gpu_pools[1:]], profile("azure"),
-                       problems)
-    ((problem,),) = [[p for p in problems.errors if p.path == "gpuPools[0].fabric"]]
-    assert "scale set" in problem.message and problem.message.endswith("allowed: none")
+    # h100-train (ND H100 v5, training) gets InfiniBand under `auto` on agent pools, none under NAP.
+    assert raw["gpuPools"][0]["instanceType"] == "Standard_ND96isr_H100_v5" and "fabric" not in raw["gpuPools"][0]
+    assert validate(raw).gpu_pools[0].fabric == "none"
+    pool_stack = config_of({})
+    assert validate(pool_stack).gpu_pools[0].fabric == "infiniband"
+    raw["gpuPools"][0] = {**raw["gpuPools"][0], "fabric": "infiniband"}
+    message = errors(raw)["gpuPools[0].fabric"]
+    assert "infiniband is not available with cluster.azure.provisioner: nap" in message
+    assert "scale set" in message and message.endswith("allowed: none")
 
 
 def test_operator_driver_pools_skip_aks_driver_install():
