@@ -68,4 +68,6 @@ class InstanceType:
     accelerator: str | None = None  # GKE guest accelerator type, e.g. "nvidia-h100-80gb"
     # Fabric interfaces one node takes (one per network card), when the platform can attach them (0: unknown).
     fabric_interfaces: int = 0
+    # NCCL settings this type's fabric needs on top of the fabric's own (e.g. which RDMA NICs, OCI: NCCL_IB_HCA).
+    fabric_env: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = field(default=())

@@ -83,6 +83,19 @@ class Fabric:
     version: str
     namespace: str
     env: tuple[tuple[str, str], ...] = ()  # what NCCL/libfabric need in pods using it
+    # A device plugin without a Helm chart (chart ""): its image, run as a DaemonSet reading `plugin_config`.
+    image: str = ""
+    plugin_config: str = ""
+    # Units of `resource` a pod taking a whole node requests; 0: one per fabric interface (fabric_interfaces).
+    pod_units: int = 0
+    # The fabric's nodes come from a fixed-size group the Cluster Autoscaler does not resize: minNodes = maxNodes.
+    fixed_size: bool = False
+    # cluster.<cloud> keys a stack must set once a pool uses the fabric, and capacity types it cannot buy.
+    required_extras: tuple[str, ...] = ()
+    unsupported_capacity: tuple[str, ...] = ()
+    # The NCCL test image with this fabric's transport and its all_reduce_perf path ("": the default EFA image).
+    nccl_test_image: str = ""
+    nccl_test_binary: str = ""
 
 
 @dataclass(frozen=True)
@@ -396,6 +409,24 @@ _EFA = Fabric(name="efa", resource="vpc.amazonaws.com/efa", chart="aws-efa-k8s-d
               repository="https://aws.github.io/eks-charts", version="v0.5.7", namespace="kube-system",
               env=(("FI_PROVIDER", "efa"), ("FI_EFA_USE_DEVICE_RDMA", "1"), ("NCCL_DEBUG", "INFO")))
 
+# OCI RDMA cluster networks (RoCE v2): Oracle's settings for every bare-metal GPU shape (oracle-quickstart/oci-hpc-oke
+# docs/recommended-nccl-rccl-parameters-by-shape.md: GID index 3 is the RoCE v2 IPv4 GID, traffic class 41 the
+# lossless class); the per-shape NIC list (NCCL_IB_HCA) is in the catalog. NCCL_NET=IB fails rather than fall back to
+# TCP sockets. The device plugin is Mellanox's shared RDMA plugin (the one NVIDIA's Network Operator deploys), so a
+# pod gets /dev/infiniband without hostNetwork, privileged or a hostPath, which team Pod Security forbids.
+_OCI_RDMA = Fabric(
+    name="rdma", resource="rdma/oci_rdma", chart="", repository="", version="", namespace="kube-system",
+    env=(("NCCL_NET", "IB"), ("NCCL_IB_GID_INDEX", "3"), ("NCCL_IB_TC", "41"), ("NCCL_IB_SL", "0"),
+         ("NCCL_IB_TIMEOUT", "22"), ("NCCL_IB_SPLIT_DATA_ON_QPS", "0"), ("NCCL_DEBUG", "INFO")),
+    image="ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.3",
+    # Every Mellanox (PCI vendor 15b3) HCA in one shared resource; NCCL_IB_HCA then picks the RDMA ports.
+    plugin_config=('{"periodicUpdateInterval": 300, "configList": [{"resourceName": "oci_rdma", "rdmaHcaMax": 64, '
+                   '"selectors": {"vendors": ["15b3"]}}]}'),
+    pod_units=1,
+    fixed_size=True, required_extras=("tenancyId", "rdmaImageId"), unsupported_capacity=("spot",),
+    nccl_test_image="iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
+    nccl_test_binary="/workspace/nccl-tests/build/all_reduce_perf")
+
 _K8S_EFFECTS = {"NoSchedule": "NoSchedule", "PreferNoSchedule": "PreferNoSchedule", "NoExecute": "NoExecute"}
 _API_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
 
@@ -626,6 +657,12 @@ PROFILES: dict[str, CloudProfile] = {
                                      "driver: operator", required=True, check=_ocid("image")),
             "availabilityDomain": ExtraKey(str, "one availability domain for every node pool (bare-metal GPU shapes "
                                                 "and RDMA cluster networks are usually in one AD); default: all ADs"),
+            # Dynamic groups live in the tenancy, not a compartment; RDMA nodes join as instance principals.
+            "rdmaImageId": ExtraKey(str, "GPU node image OCID with the RDMA stack (NVIDIA driver, Mellanox OFED, OKE "
+                                         "node packages), e.g. an oci-hpc-oke worker image, for fabric: rdma pools",
+                                    check=_ocid("image")),
+            "tenancyId": ExtraKey(str, "tenancy OCID, where the dynamic group of RDMA cluster-network nodes is created "
+                                       "(required with fabric: rdma)", check=_ocid("tenancy")),
         },
         driver_note="OKE GPU images ship the driver (driver: managed); driver: operator pools boot the non-GPU "
                     "cluster.oci.imageId instead, so the GPU Operator is the only driver owner",
@@ -649,6 +686,9 @@ PROFILES: dict[str, CloudProfile] = {
         instance_type_example="VM.Standard.E5.Flex",
         # OKE node pools hold at most 1000 nodes (node pool size limit).
         max_pool_nodes=1000,
+        # Bare-metal GPU pools on an RDMA cluster network of self-managed nodes (oci_fabric), as Oracle's
+        # oci-hpc-oke quickstart builds them.
+        fabrics={"rdma": _OCI_RDMA},
         # OKE copies the RDMA locality from instance metadata into these labels at bootstrap
         # (oracle-quickstart/oci-hpc-oke, using-rdma-network-locality-when-running-workloads-on-oke.md), but the
         # metadata has it only for bare-metal nodes in a compute cluster/cluster network, which plain node pools are not.

@@ -1,20 +1,25 @@
 """gpuPools[].fabric: which fast inter-node fabric a GPU pool's nodes get (EFA on EKS), resolved from the catalog."""
 from __future__ import annotations
 
+from typing import Any
+
 from components.clouds.profiles import CloudProfile
 from components.config.errors import Problems
-from components.config.fields import Section
+from components.config.fields import Section, join, name_index
 
 AUTO = "auto"
 NONE = "none"
 
 
 def read_fabric(sec: Section, instance, workload: str | None, prof: CloudProfile | None,
-                problems: Problems) -> str | None:
+                problems: Problems, *, min_nodes: int | None = None, max_nodes: int | None = None,
+                capacity_type: str | None = None) -> str | None:
     """The pool's fabric: `none` or one of the cloud's fabric names; None after reporting a problem.
 
     `auto` attaches the fabric the catalog gives the instance type, on training pools only: inference and
     interactive pools gain nothing from it, and it pins a pool to one subnet (a replacement on existing pools).
+    A fabric whose nodes come in a fixed-size group (OCI cluster networks) is attached by `auto` only to pools
+    that already have a fixed size, so `auto` never starts maxNodes bare-metal nodes for good.
     """
     offered = tuple(prof.fabrics) if prof else ()
     value = sec.str("fabric", AUTO, choices=(AUTO, NONE, *offered))
@@ -23,7 +28,14 @@ def read_fabric(sec: Section, instance, workload: str | None, prof: CloudProfile
     kind = instance.interconnect
     attachable = kind in prof.fabrics and instance.fabric_interfaces > 0
     if value == AUTO:
-        return kind if attachable and workload == "training" else NONE
+        if not (attachable and workload == "training"):
+            return NONE
+        why = _capacity_problem(prof.fabrics[kind], min_nodes, max_nodes, capacity_type)
+        if why:
+            problems.warn(sec.at("fabric"), f"auto leaves {instance.name} without {kind}: {why}; set fabric: none "
+                                            f"to silence this, or fix it and set fabric: {kind}")
+            return NONE
+        return kind
     if kind != value:
         problems.add(sec.at("fabric"), f"{instance.name} has no {value} (catalog interconnect: {kind or 'none'}); "
                                        f"allowed for it: {AUTO}, {NONE}")
@@ -33,4 +45,32 @@ def read_fabric(sec: Section, instance, workload: str | None, prof: CloudProfile
                                        f"{prof.service} launch template cannot attach {value}; allowed for it: "
                                        f"{AUTO}, {NONE}")
         return None
+    why = _capacity_problem(prof.fabrics[value], min_nodes, max_nodes, capacity_type)
+    if why:
+        problems.add(sec.at("fabric"), f"{value}: {why}; or use fabric: {NONE} (or {AUTO})")
+        return None
     return value
+
+
+def _capacity_problem(fabric, min_nodes: int | None, max_nodes: int | None, capacity_type: str | None) -> str | None:
+    """Why the fabric's capacity path cannot give this pool its size or capacity type, or None."""
+    if capacity_type in fabric.unsupported_capacity:
+        return f"its nodes cannot be capacityType {capacity_type}"
+    if fabric.fixed_size and isinstance(min_nodes, int) and isinstance(max_nodes, int) and min_nodes != max_nodes:
+        return (f"its nodes come in a fixed-size group the Cluster Autoscaler does not resize, so minNodes must "
+                f"equal maxNodes (got {min_nodes} and {max_nodes}): set both to the node count to run")
+    return None
+
+
+def fabric_extras_checks(extras: dict[str, Any], adopted: bool, items: list[Any], pools, prof: CloudProfile,
+                         problems: Problems) -> None:
+    """cluster.<cloud> keys a fabric in use needs; an adopted cluster creates no cloud resources, so needs none."""
+    if adopted:
+        return
+    index = name_index(items)
+    for pool in pools:
+        fabric = prof.fabrics.get(pool.fabric)
+        for key in fabric.required_extras if fabric else ():
+            if key not in extras:
+                problems.add(join(join("gpuPools", index[pool.name]), "fabric"),
+                             f"{pool.fabric} needs cluster.{prof.name}.{key} ({prof.extras[key].doc})")

@@ -9,6 +9,7 @@ import pulumi_kubernetes.helm.v3 as helm
 from components.clouds.labels import FABRIC_LABEL, pool_taints
 from components.clouds.profiles import Fabric, profile
 from components.config.model import PlatformConfig
+from components.gpu.fabric_daemonset import daemonset_plugin
 
 
 def tolerations(config: PlatformConfig, fabric: str) -> list[dict[str, str]]:
@@ -38,8 +39,13 @@ class FabricDevicePlugins(pulumi.ComponentResource):
         used = sorted({p.fabric for p in config.gpu_pools if p.fabric in prof.fabrics})
         super().__init__(self.TYPE, name, {"fabrics": used}, opts)
         self.releases: dict[str, helm.Release] = {}
+        self.daemonsets: dict[str, Any] = {}
         for kind in used:
             fabric = prof.fabrics[kind]
+            if not fabric.chart:  # a plugin without a chart (OKE RDMA): its DaemonSet directly
+                self.daemonsets[kind] = daemonset_plugin(f"{name}-{kind}", fabric, plugin_values(config, fabric),
+                                                         pulumi.ResourceOptions(parent=self))
+                continue
             self.releases[kind] = helm.Release(f"{name}-{kind}", helm.ReleaseArgs(
                 name=fabric.chart, chart=fabric.chart, version=fabric.version,
                 repository_opts=helm.RepositoryOptsArgs(repo=fabric.repository), namespace=fabric.namespace,
