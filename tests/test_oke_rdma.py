@@ -113,6 +113,14 @@ def test_fabric_resolution(pool, expected):
     assert plan.config.gpu_pools[0].fabric == expected
 
 
+def test_auto_on_a_shared_autoscaled_pool_stays_none_silently():
+    plan = plan_stack("oci-prod", config_overrides=rdma_overrides(
+        {"name": "p", "instanceType": "BM.GPU.A100-v2.8", "minNodes": 1, "maxNodes": 2,
+         "sharing": {"mode": "mig", "migProfile": "all-1g.10gb"}}))
+    assert plan.config.gpu_pools[0].fabric == "none"
+    assert not [w for w in plan.config.warnings if w.startswith("gpuPools")]
+
+
 def test_auto_on_an_autoscaled_rdma_shape_warns_why():
     plan = plan_stack("oci-prod", config_overrides=rdma_overrides(
         {"name": "p", "instanceType": "BM.GPU.B200.8", "minNodes": 0, "maxNodes": 4}))
@@ -322,3 +330,10 @@ def test_nccl_test_on_rdma_requests_the_plugin_and_sets_oracle_env(shape, hcas, 
     pod = job["spec"]["template"]["spec"]
     assert "hostNetwork" not in pod and "securityContext" not in container
     assert all("hostPath" not in v for v in pod["volumes"])
+
+
+def test_rdma_keys_without_an_rdma_pool_warn_they_create_nothing():
+    overrides = rdma_overrides({"name": "a10", "instanceType": "VM.GPU.A10.2", "maxNodes": 4})
+    warnings = plan_stack("oci-prod", config_overrides=overrides).config.warnings
+    assert [w for w in warnings if w.startswith("cluster.oci.tenancyId: is used only by fabric: rdma pools")]
+    assert [w for w in warnings if w.startswith("cluster.oci.rdmaImageId: is used only by fabric: rdma pools")]

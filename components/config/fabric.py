@@ -13,7 +13,7 @@ NONE = "none"
 
 def read_fabric(sec: Section, instance, workload: str | None, prof: CloudProfile | None,
                 problems: Problems, *, min_nodes: int | None = None, max_nodes: int | None = None,
-                capacity_type: str | None = None) -> str | None:
+                capacity_type: str | None = None, shared: bool = False) -> str | None:
     """The pool's fabric: `none` or one of the cloud's fabric names; None after reporting a problem.
 
     `auto` attaches the fabric the catalog gives the instance type, on training pools only: inference and
@@ -32,8 +32,9 @@ def read_fabric(sec: Section, instance, workload: str | None, prof: CloudProfile
             return NONE
         why = _capacity_problem(prof.fabrics[kind], min_nodes, max_nodes, capacity_type)
         if why:
-            problems.warn(sec.at("fabric"), f"auto leaves {instance.name} without {kind}: {why}; set fabric: none "
-                                            f"to silence this, or fix it and set fabric: {kind}")
+            if not shared:  # a pool sharing its GPUs runs no multi-node collective worth a warning
+                problems.warn(sec.at("fabric"), f"auto leaves {instance.name} without {kind}: {why}; set fabric: "
+                                                f"none to silence this, or fix it and set fabric: {kind}")
             return NONE
         return kind
     if kind != value:
@@ -67,6 +68,12 @@ def fabric_extras_checks(extras: dict[str, Any], adopted: bool, items: list[Any]
     """cluster.<cloud> keys a fabric in use needs; an adopted cluster creates no cloud resources, so needs none."""
     if adopted:
         return
+    used = {p.fabric for p in pools}
+    for key in sorted({k for f in prof.fabrics.values() for k in f.required_extras}):
+        users = [name for name, f in prof.fabrics.items() if key in f.required_extras]
+        if key in extras and not used & set(users):
+            problems.warn(f"cluster.{prof.name}.{key}", f"is used only by fabric: {', '.join(users)} pools, and no "
+                                                        "pool has one; it creates nothing")
     index = name_index(items)
     for pool in pools:
         fabric = prof.fabrics.get(pool.fabric)

@@ -92,7 +92,7 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
                                          f"{prof.pool_naming.pattern}")
     topology = sec.bool("topology", default(GpuPool, "topology"))
     fabric = read_fabric(sec, instance, workload, prof, problems, min_nodes=min_nodes, max_nodes=max_nodes,
-                         capacity_type=capacity_type)
+                         capacity_type=capacity_type, shared=bool(sharing and sharing.mode != "none"))
     provisioning = sec.str("provisioning", default(GpuPool, "provisioning"), choices=PROVISIONING)
     if None in (name, instance, max_nodes, min_nodes, capacity_type, workload, driver, sharing, topology,
                 fabric, provisioning) or None in taints:
