@@ -337,3 +337,15 @@ def test_rdma_keys_without_an_rdma_pool_warn_they_create_nothing():
     warnings = plan_stack("oci-prod", config_overrides=overrides).config.warnings
     assert [w for w in warnings if w.startswith("cluster.oci.tenancyId: is used only by fabric: rdma pools")]
     assert [w for w in warnings if w.startswith("cluster.oci.rdmaImageId: is used only by fabric: rdma pools")]
+
+
+def test_gpu008_sees_a_taint_only_the_cluster_networks_cloud_init_adds(rdma):
+    plan = rdma.to_json()
+    config = next(r for r in plan["resources"] if r["type"] == CONFIG)
+    metadata = config["inputs"]["instanceDetails"]["launchDetails"]["metadata"]
+    text = base64.b64decode(metadata["user_data"]).decode().replace(
+        "example.com/team=genai:NoSchedule", "example.com/team=genai:NoSchedule,example.com/hidden=x:NoSchedule")
+    metadata["user_data"] = base64.b64encode(text.encode()).decode()
+    ctx = context.build("production", Policy(), TODAY)
+    findings = evaluate(Plan.from_json(plan), ctx, [BY_ID["GPU008"]]).findings
+    assert findings and all("example.com/hidden" in f.message for f in findings)
