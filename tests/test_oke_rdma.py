@@ -349,3 +349,12 @@ def test_gpu008_sees_a_taint_only_the_cluster_networks_cloud_init_adds(rdma):
     ctx = context.build("production", Policy(), TODAY)
     findings = evaluate(Plan.from_json(plan), ctx, [BY_ID["GPU008"]]).findings
     assert findings and all("example.com/hidden" in f.message for f in findings)
+
+
+def test_rdma_pool_labels_the_kubelet_may_not_set_are_refused():
+    overrides = rdma_overrides({"name": "t", "instanceType": "BM.GPU.H100.8", "minNodes": 2, "maxNodes": 2,
+                                "fabric": "rdma", "labels": {"node-role.kubernetes.io/gpu": "true",
+                                                             "node.kubernetes.io/team": "a", "example.com/x": "y"}})
+    problems = errors(overrides)
+    assert "may not set kubernetes.io or k8s.io labels" in problems["gpuPools[0].labels.node-role.kubernetes.io/gpu"]
+    assert [p for p in problems if p.startswith("gpuPools[0].labels")] == ["gpuPools[0].labels.node-role.kubernetes.io/gpu"]

@@ -93,6 +93,9 @@ class Fabric:
     # cluster.<cloud> keys a stack must set once a pool uses the fabric, and capacity types it cannot buy.
     required_extras: tuple[str, ...] = ()
     unsupported_capacity: tuple[str, ...] = ()
+    # The fabric's nodes get their labels from the kubelet's --node-labels (self-managed nodes), which the
+    # NodeRestriction admission plugin limits in the kubernetes.io and k8s.io domains.
+    labels_via_kubelet: bool = False
     # The NCCL test image with this fabric's transport and its all_reduce_perf path ("": the default EFA image).
     nccl_test_image: str = ""
     nccl_test_binary: str = ""
@@ -422,7 +425,7 @@ _OCI_RDMA = Fabric(
     # Every Mellanox (PCI vendor 15b3) HCA in one shared resource; NCCL_IB_HCA then picks the RDMA ports.
     plugin_config=('{"periodicUpdateInterval": 300, "configList": [{"resourceName": "oci_rdma", "rdmaHcaMax": 64, '
                    '"selectors": {"vendors": ["15b3"]}}]}'),
-    pod_units=1,
+    pod_units=1, labels_via_kubelet=True,
     fixed_size=True, required_extras=("tenancyId", "rdmaImageId"), unsupported_capacity=("spot",),
     nccl_test_image="iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
     nccl_test_binary="/workspace/nccl-tests/build/all_reduce_perf")

@@ -63,6 +63,23 @@ def _capacity_problem(fabric, min_nodes: int | None, max_nodes: int | None, capa
     return None
 
 
+# The kubernetes.io / k8s.io label prefixes a kubelet may still set on its own node (kubelet --node-labels docs).
+_KUBELET_ALLOWED = ("kubelet.kubernetes.io", "node.kubernetes.io")
+_KUBELET_ALLOWED_KEYS = ("kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os",
+                         "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
+                         "failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
+                         "topology.kubernetes.io/region", "topology.kubernetes.io/zone")
+
+
+def kubelet_refuses(key: str) -> bool:
+    """Whether the kubelet may not set label `key` on its own node (NodeRestriction)."""
+    if "/" not in key or key in _KUBELET_ALLOWED_KEYS:
+        return False
+    domain = key.split("/", 1)[0]
+    restricted = any(domain == d or domain.endswith(f".{d}") for d in ("kubernetes.io", "k8s.io"))
+    return restricted and not any(domain == d or domain.endswith(f".{d}") for d in _KUBELET_ALLOWED)
+
+
 def fabric_extras_checks(extras: dict[str, Any], adopted: bool, items: list[Any], pools, prof: CloudProfile,
                          problems: Problems) -> None:
     """cluster.<cloud> keys a fabric in use needs; an adopted cluster creates no cloud resources, so needs none."""
@@ -77,6 +94,13 @@ def fabric_extras_checks(extras: dict[str, Any], adopted: bool, items: list[Any]
     index = name_index(items)
     for pool in pools:
         fabric = prof.fabrics.get(pool.fabric)
+        if fabric and fabric.labels_via_kubelet:
+            for key in pool.labels:
+                if kubelet_refuses(key):
+                    problems.add(join(join(join("gpuPools", index[pool.name]), "labels"), key),
+                                 f"{pool.fabric} nodes label themselves through the kubelet, which may not set "
+                                 "kubernetes.io or k8s.io labels (except under kubelet.kubernetes.io and "
+                                 "node.kubernetes.io); use your own domain")
         for key in fabric.required_extras if fabric else ():
             if key not in extras:
                 problems.add(join(join("gpuPools", index[pool.name]), "fabric"),
