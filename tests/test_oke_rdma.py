@@ -358,3 +358,11 @@ def test_rdma_pool_labels_the_kubelet_may_not_set_are_refused():
     problems = errors(overrides)
     assert "may not set kubernetes.io or k8s.io labels" in problems["gpuPools[0].labels.node-role.kubernetes.io/gpu"]
     assert [p for p in problems if p.startswith("gpuPools[0].labels")] == ["gpuPools[0].labels.node-role.kubernetes.io/gpu"]
+
+
+def test_topology_on_an_rdma_pool_needs_no_label_caveat():
+    pool = {"name": "t", "instanceType": "BM.GPU.H100.8", "minNodes": 2, "maxNodes": 2, "topology": True}
+    on_rdma = plan_stack("oci-prod", config_overrides=rdma_overrides({**pool, "fabric": "rdma"})).config.warnings
+    on_node_pool = plan_stack("oci-prod", config_overrides=rdma_overrides({**pool, "fabric": "none"})).config.warnings
+    assert not [w for w in on_rdma if "RDMA locality labels" in w]
+    assert [w for w in on_node_pool if "RDMA locality labels" in w]

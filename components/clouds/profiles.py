@@ -67,6 +67,7 @@ class NetworkTopology:
     levels: tuple[str, ...]  # broadest first; kubernetes.io/hostname is added below them
     instance_types: str  # regex of the instance types whose nodes carry every one of these labels
     caveat: str = ""  # when nodes of those types may still lack the labels, warned about on opt-in
+    caveat_fabric: str = ""  # pools on this gpuPools[].fabric always carry the labels: no caveat for them
 
     def labels(self, instance_type: str) -> bool:
         return re.fullmatch(self.instance_types, instance_type) is not None
@@ -699,8 +700,11 @@ PROFILES: dict[str, CloudProfile] = {
             levels=("oci.oraclecloud.com/rdma.hpc_island_id", "oci.oraclecloud.com/rdma.network_block_id",
                     "oci.oraclecloud.com/rdma.local_block_id"),
             instance_types=r"BM\.GPU.*",
-            caveat="OKE sets the RDMA locality labels only on bare-metal nodes in a compute cluster, which OKE node "
-                   "pools are not; keep topology: true only if your nodes carry oci.oraclecloud.com/rdma.* labels"),
+            caveat="OKE sets the RDMA locality labels only on bare-metal nodes in a compute cluster or cluster "
+                   "network, which OKE node pools are not (fabric: rdma pools are); keep topology: true only if your "
+                   "nodes carry oci.oraclecloud.com/rdma.* labels",
+            # RDMA pools are cluster networks (oci_fabric), whose nodes the quickstart's Kueue topology relies on.
+            caveat_fabric="rdma"),
     ),
 }
 
