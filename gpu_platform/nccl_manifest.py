@@ -77,10 +77,12 @@ def environment(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
     fabric = profile(config.cloud).fabrics.get(pool.fabric)
     # Without an attached fabric the image's libfabric plugin would go looking for one: the socket transport is the
     # baseline a fabric is measured against.
-    return dict(fabric.env) if fabric else {"NCCL_NET": "Socket", "NCCL_DEBUG": "INFO"}
+    # The instance type's own settings (OCI: which RDMA NICs) come after the fabric's.
+    return {**dict(fabric.env), **dict(pool.instance.fabric_env)} if fabric else {"NCCL_NET": "Socket",
+                                                                                  "NCCL_DEBUG": "INFO"}
 
 
-def script(job: str, service: str, nodes: int, gpus: int, env: dict[str, str]) -> str:
+def script(job: str, service: str, nodes: int, gpus: int, env: dict[str, str], binary: str = ALL_REDUCE_PERF) -> str:
     """Every rank runs sshd; index 0 waits for the others, runs mpirun over them, then tells them to stop."""
     hosts = [f"{job}-{i}.{service}" for i in range(nodes)]
     workers = " ".join(hosts[1:])
@@ -88,7 +90,7 @@ def script(job: str, service: str, nodes: int, gpus: int, env: dict[str, str]) -
     mpirun = (f"mpirun --allow-run-as-root --tag-output -np {nodes * gpus} -H "
               f"{','.join(f'{h}:{gpus}' for h in hosts)} --bind-to none {forwarded} "
               "--mca pml ^cm --mca btl tcp,self --mca btl_tcp_if_exclude lo,docker0 "
-              f"{ALL_REDUCE_PERF} {shlex.join(SIZES)}")
+              f"{binary} {shlex.join(SIZES)}")
     return "\n".join([
         "set -eu",
         f"mkdir -p /root/.ssh /run/sshd && cp {SSH_DIR}/* /root/.ssh/ && chmod 700 /root/.ssh && chmod 600 /root/.ssh/*",
@@ -116,7 +118,10 @@ def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,
     limits = {"nvidia.com/gpu": str(pool.instance.gpus)}
     fabric = prof.fabrics.get(pool.fabric)
     if fabric:
-        limits[fabric.resource] = str(pool.instance.fabric_interfaces)
+        # A shared plugin hands every HCA to the pod for one unit; EFA counts one unit per interface.
+        limits[fabric.resource] = str(fabric.pod_units or pool.instance.fabric_interfaces)
+    image = fabric.nccl_test_image if fabric and fabric.nccl_test_image else IMAGE
+    binary = fabric.nccl_test_binary if fabric and fabric.nccl_test_binary else ALL_REDUCE_PERF
     private, public = key_pair
     ssh_config = f"Host *\n  Port {SSH_PORT}\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-ssh", "namespace": ns, "labels": labels},
@@ -139,8 +144,8 @@ def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,
             "tolerations": [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
                             for t in pool_taints(pool, prof)],
             "containers": [{
-                "name": "nccl", "image": IMAGE, "command": ["/bin/bash", "-c", script(
-                    name, name, nodes, pool.instance.gpus, env)],
+                "name": "nccl", "image": image, "command": ["/bin/bash", "-c", script(
+                    name, name, nodes, pool.instance.gpus, env, binary)],
                 "env": [{"name": k, "value": v} for k, v in env.items()],
                 "resources": {"limits": limits, "requests": dict(limits)},
                 "volumeMounts": [{"name": "ssh", "mountPath": SSH_DIR, "readOnly": True},

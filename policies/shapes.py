@@ -187,6 +187,29 @@ OKE = NodePoolShape(
     node_labels=lambda p: instance_type_labels(get(p, "nodeShape")),
 )
 
+# OKE RDMA cluster networks: self-managed nodes launched from an instance configuration, which joins them with the
+# same kubelet flags in its user data (components/clouds/oci_fabric.py).
+_OCI_LAUNCH = "instanceDetails.launchDetails"
+
+
+def _oci_launch_taints(props: Mapping) -> list[Taint]:
+    user_data = get(props, f"{_OCI_LAUNCH}.metadata.user_data")
+    return (kubelet_taints(str(user_data)) or []) if user_data else []
+
+
+OKE_SELF_MANAGED = NodePoolShape(
+    service="OKE", taint_field=f"{_OCI_LAUNCH}.metadata.user_data (kubelet --register-with-taints)",
+    spelling=lambda t: f"--register-with-taints={t}",
+    instance=lambda p: str(get(p, f"{_OCI_LAUNCH}.shape", "")),
+    gpu=lambda p: ".GPU" in str(get(p, f"{_OCI_LAUNCH}.shape", "")),
+    taints=_oci_launch_taints,
+    # Labels come from the kubelet's --node-labels; the component declares them.
+    labels=lambda p: {},
+    spot=lambda p: get(p, f"{_OCI_LAUNCH}.preemptibleInstanceConfig") is not None,
+    cloud_driver=lambda p: None,
+    node_labels=lambda p: instance_type_labels(get(p, f"{_OCI_LAUNCH}.shape")),
+)
+
 # Karpenter (EKS, and AKS node auto-provisioning) -------------------------------------------------------------
 # A NodePool is the capacity of every node it launches: a GPU pool when its requirements select GPU instances.
 _KARPENTER_GPU_FAMILY = re.compile(r"^(p\d+[a-z]*|g\d+[a-z]*|gr\d+[a-z]*)(-[a-z0-9]+)?$")
@@ -251,5 +274,6 @@ SHAPES: dict[str, NodePoolShape] = {
     "azure-native:containerservice:AgentPool": AKS,
     "gcp:container/nodePool:NodePool": GKE,
     "oci:ContainerEngine/nodePool:NodePool": OKE,
+    "oci:Core/instanceConfiguration:InstanceConfiguration": OKE_SELF_MANAGED,
     "kubernetes:karpenter.sh/v1:NodePool": KARPENTER,
 }

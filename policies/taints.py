@@ -21,6 +21,9 @@ _TAINT_STRING = re.compile(r"^(?P<key>[^=:\s]+)(=(?P<value>[^:\s]*))?:(?P<effect
 _REGISTER_WITH_TAINTS = "--register-with-taints"
 _KUBELET_EXTRA_ARGS = "--kubelet-extra-args"
 OKE_INIT_SCRIPT = "oke-init.sh"
+# How self-managed OKE nodes (RDMA cluster networks) join: OKE images' install script, or Oracle's `oke bootstrap`.
+OKE_JOIN_SCRIPTS = (OKE_INIT_SCRIPT, "oke-install.sh")
+OKE_JOIN_COMMAND = ("oke", "bootstrap")
 
 
 @dataclass(frozen=True, order=True)
@@ -102,8 +105,10 @@ def _init_script_args(command: list[str]) -> list[str] | None:
     i = 0
     while i < len(command) and (command[i] in _LAUNCHERS or command[i].startswith("-")):
         i += 1
-    if i < len(command) and command[i].rsplit("/", 1)[-1] == OKE_INIT_SCRIPT:
+    if i < len(command) and command[i].rsplit("/", 1)[-1] in OKE_JOIN_SCRIPTS:
         return command[i + 1:]
+    if tuple(command[i:i + 2]) == OKE_JOIN_COMMAND:
+        return command[i + 2:]
     return None
 
 

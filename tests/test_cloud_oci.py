@@ -362,7 +362,8 @@ def _problems(raw) -> dict[str, str]:
     ({"gpuImageId": None}, "cluster.oci.gpuImageId", "is required on oci"),
     ({"imageId": None}, "cluster.oci.imageId", "is required on oci"),
     ({"gpuImageId": "ami-123"}, "cluster.oci.gpuImageId", "must be a image OCID"),
-    ({"tenancyId": "ocid1.tenancy.oc1..t"}, "cluster.oci.tenancyId", "unknown key"),
+    # Only RDMA pools need the tenancy (their dynamic group); tests/test_oke_rdma.py covers its use.
+    ({"tenancyId": "ocid1.compartment.oc1..t"}, "cluster.oci.tenancyId", "must be a tenancy OCID"),
     ({"vcnId": "ocid1.vcn.oc1.iad.v"}, "cluster.oci.nodeSubnetId", "is required with vcnId"),
     ({"nodeSubnetId": "ocid1.subnet.oc1.iad.s"}, "cluster.oci.vcnId", "is required with nodeSubnetId"),
     ({"vcnCidr": "10.0.0.0/20"}, "cluster.oci.vcnCidr", "must be a /16"),

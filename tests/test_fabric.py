@@ -57,8 +57,8 @@ def test_catalog_carries_an_efa_interface_count_for_every_efa_type():
 
 
 def test_fabrics_per_cloud():
-    assert {name: tuple(p.fabrics) for name, p in PROFILES.items() if p.fabrics} == {"aws": ("efa",),
-                                                                                     "azure": ("infiniband",)}
+    assert {name: tuple(p.fabrics) for name, p in PROFILES.items() if p.fabrics} == {
+        "aws": ("efa",), "azure": ("infiniband",), "oci": ("rdma",)}
 
 
 @pytest.mark.parametrize("pool, expected", [
@@ -93,13 +93,21 @@ def test_g6e_gets_efa_on_request_with_its_four_interfaces():
         (0, 0, "efa"), (1, 1, "efa"), (2, 1, "efa"), (3, 1, "efa")]
 
 
-def test_clouds_without_fabrics_allow_only_auto_and_none():
+def test_a_fabric_another_cloud_offers_is_refused_with_this_clouds_values():
     problems = errors({"gpu-platform:gpuPools": [
-        {"name": "h100-train", "instanceType": "BM.GPU.H100.8", "maxNodes": 1, "fabric": "rdma"}]},
+        {"name": "h100-train", "instanceType": "BM.GPU.H100.8", "minNodes": 1, "maxNodes": 1, "fabric": "efa"}]},
         stack="oci-prod")
-    assert problems["gpuPools[0].fabric"].endswith("allowed: auto, none")
-    for stack in ("gcp-prod", "oci-prod", "gcp-dev"):
-        assert {p.fabric for p in plan_stack(stack).config.gpu_pools} == {"none"}, stack
+    assert problems["gpuPools[0].fabric"].endswith("allowed: auto, none, rdma")
+    problems = errors({"gpu-platform:gpuPools": [
+        {"name": "h100-train", "instanceType": "Standard_ND96isr_H100_v5", "maxNodes": 1, "fabric": "rdma"}]},
+        stack="azure-prod")
+    assert problems["gpuPools[0].fabric"].endswith("allowed: auto, none, infiniband")
+
+
+def test_example_stacks_fabrics():
+    expected = {"aws-dev": {"none"}, "aws-prod": {"efa", "none"}, "azure-prod": {"infiniband", "none"},
+                "gcp-dev": {"none"}, "gcp-prod": {"none"}, "oci-prod": {"none"}}
+    assert {stack: {p.fabric for p in plan_stack(stack).config.gpu_pools} for stack in expected} == expected
 
 
 # --- EKS node groups ----------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from gpu_platform.engine import mocks
 from gpu_platform.engine.diff import diff_plans
 from gpu_platform.engine.plan import plan_stack, read_stack_config, run_program, stack_path, validate_stack
 from gpu_platform.engine.replacements import REPLACE_ON_CHANGES, replacing_changes
+from test_oke_rdma import rdma_overrides
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 SUBNET = "aws:ec2/subnet:Subnet"
@@ -156,10 +157,14 @@ def test_every_replace_path_names_an_input_the_program_sets_or_the_provider_read
     # Guards against a typo'd path that would never fire: each path's first segment is a wire input name of the
     # planned resources of that type, or an identity input the program leaves to the provider.
     provider_only = {"nodeGroupNamePrefix", "remoteAccess", "namePrefix", "availabilityZoneId", "launchTemplate", "diskSize",
-                     "scaleSetEvictionPolicy", "spotMaxPrice", "scaleSetPriority", "gpuInstanceProfile"}
+                     "scaleSetEvictionPolicy", "spotMaxPrice", "scaleSetPriority", "gpuInstanceProfile",
+                     "instanceId", "source", "gmcConfigs", "clusterConfiguration"}
     seen: dict[str, set[str]] = {}
-    for stack in ("aws-prod", "gcp-prod", "azure-prod", "oci-prod"):
-        for resource in plan_with(stack).resources:
+    # oci-prod keeps its pools on node pools; an RDMA variant plans the cluster-network types.
+    plans = [plan_with(stack) for stack in ("aws-prod", "gcp-prod", "azure-prod", "oci-prod")]
+    plans.append(plan_stack("oci-prod", config_overrides=rdma_overrides()))
+    for plan in plans:
+        for resource in plan.resources:
             seen.setdefault(resource.type, set()).update(resource.inputs)
     for type_, paths in REPLACE_ON_CHANGES.items():
         assert type_ in seen, type_

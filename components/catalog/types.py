@@ -69,4 +69,6 @@ class InstanceType:
     # Fabric interfaces one node takes (one per network card), when the platform can attach them (0: unknown).
     fabric_interfaces: int = 0
     fabric_on_auto: bool = True  # whether gpuPools[].fabric `auto` attaches that fabric on training pools
+    # NCCL settings this type's fabric needs on top of the fabric's own (e.g. which RDMA NICs, OCI: NCCL_IB_HCA).
+    fabric_env: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = field(default=())

@@ -12,6 +12,7 @@ from components.autoscaling.priorities import exact_pattern, expander_priorities
 from components.autoscaling.values import NAMESPACE as AUTOSCALER_NAMESPACE
 from components.autoscaling.values import SERVICE_ACCOUNT as AUTOSCALER_SERVICE_ACCOUNT
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
+from components.clouds import oci_fabric
 from components.clouds.oci_network import OkeNetwork
 from components.clouds.oci_nodes import GPU_BOOT_VOLUME_GB, SYSTEM_SHAPE_CONFIG, node_pool, register_with_taints
 from components.clouds.profiles import profile
@@ -84,9 +85,27 @@ class OkeCluster(PlatformCluster):
 
         self.pools = {}
         self._node_pools: dict[str, ce.NodePool] = {}
+        rdma_pools = [p for p in config.gpu_pools if p.fabric == "rdma"]
+        join = (oci_fabric.join_policy(name, self.cluster, config.cluster.name, compartment, extras["tenancyId"], child)
+                if rdma_pools else None)
         for pool in config.gpu_pools:
             gpu_pool = GpuNodePool(f"{name}-{pool.cloud_name}", GpuNodePoolArgs.from_config(config, pool, prof),
                                    opts=child)
+            if pool.fabric == "rdma":
+                # A cluster network is not an OKE node pool: its nodes join as self-managed nodes, only once they
+                # may (the join policy) and once OKE's GPU plugin is pinned away.
+                _, nodes_network = oci_fabric.cluster_network(
+                    f"{name}-{pool.cloud_name}", pool, compartment=compartment, version=version,
+                    image=extras["rdmaImageId"], ad=ads.apply(lambda found: found[0]),
+                    node_subnet=network.node_subnet_id, pod_subnet=network.pod_subnet_id,
+                    endpoint=self.cluster.endpoints.apply(lambda eps: eps[0].private_endpoint.rsplit(":", 1)[0]),
+                    ca_cert=self._ca_cert(private=True),
+                    extra_args=oci_fabric.kubelet_args(gpu_pool.taints, gpu_pool.labels, prof.taint_effects),
+                    boot_volume_gb=GPU_BOOT_VOLUME_GB,
+                    opts=pulumi.ResourceOptions(parent=gpu_pool, depends_on=[plugin_off, join]))
+                gpu_pool.finish({"clusterNetworkId": nodes_network.id})
+                self.pools[pool.name] = gpu_pool
+                continue
             nodes = node_pool(
                 f"{name}-{pool.cloud_name}-np", pool.cloud_name, shape=pool.instance_type,
                 # The GPU image carries the driver; an operator-owned pool boots the plain image so the GPU
@@ -102,7 +121,8 @@ class OkeCluster(PlatformCluster):
             self._node_pools[pool.name] = nodes
 
         self._autoscaler_iam(name, config, compartment, child)
-        self._gpu_pools = config.gpu_pools
+        # The Cluster Autoscaler resizes node pools only; a cluster network keeps the size it was given.
+        self._gpu_pools = tuple(p for p in config.gpu_pools if p.name in self._node_pools)
         self._system = system
         self._finish(name, self._kubeconfig(config), self.cluster.name)
 
@@ -146,14 +166,17 @@ class OkeCluster(PlatformCluster):
         private = config.cluster.private_endpoint
         endpoint = self.cluster.endpoints.apply(
             lambda eps: eps[0].private_endpoint if private else eps[0].public_endpoint)
-        # OKE exposes the cluster CA only inside its generated kubeconfig, not as a resource output.
+        ca = self._ca_cert(private)
+        return pulumi.Output.all(self.cluster.id, endpoint, ca).apply(
+            lambda args: build_kubeconfig(config.cluster.name, args[0], args[1], args[2], config.cluster.region))
+
+    def _ca_cert(self, private: bool) -> pulumi.Output[str]:
+        """The cluster CA (base64), which OKE exposes only inside its generated kubeconfig, not as an output."""
         generated = ce.get_cluster_kube_config_output(
             cluster_id=self.cluster.id, endpoint="PRIVATE_ENDPOINT" if private else "PUBLIC_ENDPOINT",
             opts=pulumi.InvokeOutputOptions(parent=self))
-        ca = generated.content.apply(
+        return generated.content.apply(
             lambda content: yaml.safe_load(content)["clusters"][0]["cluster"]["certificate-authority-data"])
-        return pulumi.Output.all(self.cluster.id, endpoint, ca).apply(
-            lambda args: build_kubeconfig(config.cluster.name, args[0], args[1], args[2], config.cluster.region))
 
     def autoscaler_values(self) -> dict:
         """The OCI part of the cluster-autoscaler chart values: every node pool by OCID, workload identity."""

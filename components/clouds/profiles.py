@@ -67,6 +67,7 @@ class NetworkTopology:
     levels: tuple[str, ...]  # broadest first; kubernetes.io/hostname is added below them
     instance_types: str  # regex of the instance types whose nodes carry every one of these labels
     caveat: str = ""  # when nodes of those types may still lack the labels, warned about on opt-in
+    caveat_fabric: str = ""  # pools on this gpuPools[].fabric always carry the labels: no caveat for them
 
     def labels(self, instance_type: str) -> bool:
         return re.fullmatch(self.instance_types, instance_type) is not None
@@ -89,6 +90,22 @@ class Fabric:
     # GPUDirect RDMA on this fabric needs nvidia-peermem, which only the GPU Operator's driver loads (driver.rdma);
     # pools whose driver the cloud installs get the fabric without it (warned about).
     peer_memory_by_operator: bool = False
+    # A device plugin without a Helm chart (chart ""): its image, run as a DaemonSet reading `plugin_config`.
+    image: str = ""
+    plugin_config: str = ""
+    # Units of `resource` a pod taking a whole node requests; 0: one per fabric interface (fabric_interfaces).
+    pod_units: int = 0
+    # The fabric's nodes come from a fixed-size group the Cluster Autoscaler does not resize: minNodes = maxNodes.
+    fixed_size: bool = False
+    # cluster.<cloud> keys a stack must set once a pool uses the fabric, and capacity types it cannot buy.
+    required_extras: tuple[str, ...] = ()
+    unsupported_capacity: tuple[str, ...] = ()
+    # The fabric's nodes get their labels from the kubelet's --node-labels (self-managed nodes), which the
+    # NodeRestriction admission plugin limits in the kubernetes.io and k8s.io domains.
+    labels_via_kubelet: bool = False
+    # The NCCL test image with this fabric's transport and its all_reduce_perf path ("": the default EFA image).
+    nccl_test_image: str = ""
+    nccl_test_binary: str = ""
 
 
 @dataclass(frozen=True)
@@ -421,6 +438,23 @@ _INFINIBAND = Fabric(name="infiniband", resource="rdma/ib", chart="network-opera
                      repository="https://helm.ngc.nvidia.com/nvidia", version="v25.10.0", namespace="network-operator",
                      env=(("NCCL_NET", "IB"), ("NCCL_NET_GDR_LEVEL", "SYS"), ("NCCL_DEBUG", "INFO")),
                      installer="network-operator", peer_memory_by_operator=True)
+# OCI RDMA cluster networks (RoCE v2): Oracle's settings for every bare-metal GPU shape (oracle-quickstart/oci-hpc-oke
+# docs/recommended-nccl-rccl-parameters-by-shape.md: GID index 3 is the RoCE v2 IPv4 GID, traffic class 41 the
+# lossless class); the per-shape NIC list (NCCL_IB_HCA) is in the catalog. NCCL_NET=IB fails rather than fall back to
+# TCP sockets. The device plugin is Mellanox's shared RDMA plugin (the one NVIDIA's Network Operator deploys), so a
+# pod gets /dev/infiniband without hostNetwork, privileged or a hostPath, which team Pod Security forbids.
+_OCI_RDMA = Fabric(
+    name="rdma", resource="rdma/oci_rdma", chart="", repository="", version="", namespace="kube-system",
+    env=(("NCCL_NET", "IB"), ("NCCL_IB_GID_INDEX", "3"), ("NCCL_IB_TC", "41"), ("NCCL_IB_SL", "0"),
+         ("NCCL_IB_TIMEOUT", "22"), ("NCCL_IB_SPLIT_DATA_ON_QPS", "0"), ("NCCL_DEBUG", "INFO")),
+    image="ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.3",
+    # Every Mellanox (PCI vendor 15b3) HCA in one shared resource; NCCL_IB_HCA then picks the RDMA ports.
+    plugin_config=('{"periodicUpdateInterval": 300, "configList": [{"resourceName": "oci_rdma", "rdmaHcaMax": 64, '
+                   '"selectors": {"vendors": ["15b3"]}}]}'),
+    pod_units=1, labels_via_kubelet=True,
+    fixed_size=True, required_extras=("tenancyId", "rdmaImageId"), unsupported_capacity=("spot",),
+    nccl_test_image="iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
+    nccl_test_binary="/workspace/nccl-tests/build/all_reduce_perf")
 
 _K8S_EFFECTS = {"NoSchedule": "NoSchedule", "PreferNoSchedule": "PreferNoSchedule", "NoExecute": "NoExecute"}
 _API_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
@@ -677,6 +711,12 @@ PROFILES: dict[str, CloudProfile] = {
                                      "driver: operator", required=True, check=_ocid("image")),
             "availabilityDomain": ExtraKey(str, "one availability domain for every node pool (bare-metal GPU shapes "
                                                 "and RDMA cluster networks are usually in one AD); default: all ADs"),
+            # Dynamic groups live in the tenancy, not a compartment; RDMA nodes join as instance principals.
+            "rdmaImageId": ExtraKey(str, "GPU node image OCID with the RDMA stack (NVIDIA driver, Mellanox OFED, OKE "
+                                         "node packages), e.g. an oci-hpc-oke worker image, for fabric: rdma pools",
+                                    check=_ocid("image")),
+            "tenancyId": ExtraKey(str, "tenancy OCID, where the dynamic group of RDMA cluster-network nodes is created "
+                                       "(required with fabric: rdma)", check=_ocid("tenancy")),
         },
         driver_note="OKE GPU images ship the driver (driver: managed); driver: operator pools boot the non-GPU "
                     "cluster.oci.imageId instead, so the GPU Operator is the only driver owner",
@@ -700,6 +740,9 @@ PROFILES: dict[str, CloudProfile] = {
         instance_type_example="VM.Standard.E5.Flex",
         # OKE node pools hold at most 1000 nodes (node pool size limit).
         max_pool_nodes=1000,
+        # Bare-metal GPU pools on an RDMA cluster network of self-managed nodes (oci_fabric), as Oracle's
+        # oci-hpc-oke quickstart builds them.
+        fabrics={"rdma": _OCI_RDMA},
         # OKE copies the RDMA locality from instance metadata into these labels at bootstrap
         # (oracle-quickstart/oci-hpc-oke, using-rdma-network-locality-when-running-workloads-on-oke.md), but the
         # metadata has it only for bare-metal nodes in a compute cluster/cluster network, which plain node pools are not.
@@ -707,8 +750,11 @@ PROFILES: dict[str, CloudProfile] = {
             levels=("oci.oraclecloud.com/rdma.hpc_island_id", "oci.oraclecloud.com/rdma.network_block_id",
                     "oci.oraclecloud.com/rdma.local_block_id"),
             instance_types=r"BM\.GPU.*",
-            caveat="OKE sets the RDMA locality labels only on bare-metal nodes in a compute cluster, which OKE node "
-                   "pools are not; keep topology: true only if your nodes carry oci.oraclecloud.com/rdma.* labels"),
+            caveat="OKE sets the RDMA locality labels only on bare-metal nodes in a compute cluster or cluster "
+                   "network, which OKE node pools are not (fabric: rdma pools are); keep topology: true only if your "
+                   "nodes carry oci.oraclecloud.com/rdma.* labels",
+            # RDMA pools are cluster networks (oci_fabric), whose nodes the quickstart's Kueue topology relies on.
+            caveat_fabric="rdma"),
     ),
 }
 

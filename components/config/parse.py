@@ -10,6 +10,7 @@ from components import catalog
 from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, PROFILES, CloudProfile
 from components.config.access import team_group_rules
 from components.config.errors import Problems
+from components.config.fabric import fabric_extras_checks
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
 from components.config.model import (
     CLOUDS, ENVIRONMENTS, Cluster, NodePool, Observability, PlatformConfig, Policy, Prometheus, Reclaim, Slo,
@@ -63,6 +64,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     one_gpu_operator(pool_items, pools, prof, problems)
     if prof and cluster:
         cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)
+        fabric_extras_checks(cluster.extras, cluster.adopted, pool_items, pools, prof, problems)
         per_zone_start_checks(cluster, pool_items, pools, prof, problems)
         provisioner_checks(cluster.extras, pool_items, pools, prof, problems)
         provisioner_version_check(cluster.extras, cluster.kubernetes_version, prof, problems)

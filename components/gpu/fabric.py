@@ -1,5 +1,5 @@
 """The device plugin of each fast fabric the GPU pools use (EFA on EKS, InfiniBand on AKS through the NVIDIA Network
-Operator), so pods can request its interfaces."""
+Operator, RDMA on OKE through the RDMA shared device plugin), so pods can request its interfaces."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,6 +11,7 @@ from components.clouds.labels import FABRIC_LABEL, pool_taints
 from components.clouds.profiles import Fabric, profile
 from components.config.model import PlatformConfig
 from components.gpu.network_operator import NetworkOperator
+from components.gpu.fabric_daemonset import daemonset_plugin
 
 
 def tolerations(config: PlatformConfig, fabric: str) -> list[dict[str, str]]:
@@ -31,7 +32,8 @@ def plugin_values(config: PlatformConfig, fabric: Fabric) -> dict[str, Any]:
 
 
 class FabricDevicePlugins(pulumi.ComponentResource):
-    """One Helm release per fabric in use; nothing when no pool has one."""
+    """What makes each fabric in use usable in pods (a device plugin chart, the Network Operator, or a plugin
+    DaemonSet); nothing when no pool has one."""
 
     TYPE = "gpu-platform:gpu:FabricDevicePlugins"
 
@@ -40,17 +42,21 @@ class FabricDevicePlugins(pulumi.ComponentResource):
         used = sorted({p.fabric for p in config.gpu_pools if p.fabric in prof.fabrics})
         super().__init__(self.TYPE, name, {"fabrics": used}, opts)
         self.releases: dict[str, helm.Release] = {}
+        self.daemonsets: dict[str, Any] = {}
         for kind in used:
             fabric = prof.fabrics[kind]
+            child = pulumi.ResourceOptions(parent=self)
             if fabric.installer == "network-operator":
                 self.releases[kind] = NetworkOperator(f"{name}-{kind}", config, fabric, tolerations(config, kind),
-                                                      opts=pulumi.ResourceOptions(parent=self)).release
-                continue
-            self.releases[kind] = helm.Release(f"{name}-{kind}", helm.ReleaseArgs(
-                name=fabric.chart, chart=fabric.chart, version=fabric.version,
-                repository_opts=helm.RepositoryOptsArgs(repo=fabric.repository), namespace=fabric.namespace,
-                values=plugin_values(config, fabric),
-                # A DaemonSet on pools that may be scaled to zero: waiting for it would block until a node starts.
-                skip_await=True,
-            ), opts=pulumi.ResourceOptions(parent=self))
+                                                      opts=child).release
+            elif not fabric.chart:  # a plugin without a chart (OKE RDMA): its DaemonSet directly
+                self.daemonsets[kind] = daemonset_plugin(f"{name}-{kind}", fabric, plugin_values(config, fabric), child)
+            else:
+                self.releases[kind] = helm.Release(f"{name}-{kind}", helm.ReleaseArgs(
+                    name=fabric.chart, chart=fabric.chart, version=fabric.version,
+                    repository_opts=helm.RepositoryOptsArgs(repo=fabric.repository), namespace=fabric.namespace,
+                    values=plugin_values(config, fabric),
+                    # A DaemonSet on pools that may be scaled to zero: waiting for it would block until a node starts.
+                    skip_await=True,
+                ), opts=child)
         self.register_outputs({})

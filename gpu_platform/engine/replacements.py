@@ -49,6 +49,16 @@ REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
     # nodeShape, image and metadata update in place and apply to nodes created afterwards: existing nodes keep
     # the old shape until they are cycled.
     "oci:ContainerEngine/nodePool:NodePool": ("clusterId", "compartmentId"),
+    # pulumi-oci 5.5.0 core InstanceConfiguration: only compartment, names and tags are "(Updatable)"; any change of
+    # instanceDetails (shape, image, cloud-init, agent plugins) creates a new configuration, which the cluster
+    # network's instance pool then names (updatable there) for the nodes it launches afterwards.
+    "oci:Core/instanceConfiguration:InstanceConfiguration": ("instanceDetails", "instanceId", "source", "gmcConfigs"),
+    # pulumi-oci 5.5.0 core ClusterNetwork: placementConfiguration (AD, subnets) and clusterConfiguration are not
+    # "(Updatable)": moving a cluster network replaces it and every node on it; instancePools (size, configuration)
+    # update in place.
+    "oci:Core/clusterNetwork:ClusterNetwork": ("placementConfiguration", "clusterConfiguration"),
+    # pulumi-oci 5.5.0 identity DynamicGroup: the tenancy and the name are fixed; the matching rule updates in place.
+    "oci:Identity/dynamicGroup:DynamicGroup": ("compartmentId", "name"),
 }
 
 # Inputs updated in place that reach only nodes created afterwards (terraform-provider-oci: an OKE node pool's
