@@ -91,7 +91,7 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
             problems.add(sec.at("name"), f"{name!r} becomes {prof.service} pool name {cloud_name!r}, which must match "
                                          f"{prof.pool_naming.pattern}")
     topology = sec.bool("topology", default(GpuPool, "topology"))
-    fabric = read_fabric(sec, instance, workload, prof, problems)
+    fabric = read_fabric(sec, instance, workload, prof, problems, driver=driver, max_nodes=max_nodes)
     provisioning = sec.str("provisioning", default(GpuPool, "provisioning"), choices=PROVISIONING)
     if None in (name, instance, max_nodes, min_nodes, capacity_type, workload, driver, sharing, topology,
                 fabric, provisioning) or None in taints:

@@ -9,6 +9,7 @@ import pulumi_kubernetes.helm.v3 as helm
 from components.clouds.labels import FABRIC_LABEL, pool_taints
 from components.clouds.profiles import Fabric, profile
 from components.config.model import PlatformConfig
+from components.gpu.gpudirect import GpuDirectFabrics
 
 
 def tolerations(config: PlatformConfig, fabric: str) -> list[dict[str, str]]:
@@ -38,8 +39,15 @@ class FabricDevicePlugins(pulumi.ComponentResource):
         used = sorted({p.fabric for p in config.gpu_pools if p.fabric in prof.fabrics})
         super().__init__(self.TYPE, name, {"fabrics": used}, opts)
         self.releases: dict[str, helm.Release] = {}
+        direct = [prof.fabrics[kind] for kind in used if prof.fabrics[kind].gpudirect]
+        if direct:
+            # GKE GPUDirect has no device plugin: NICs reach pods through multi-networking (gpu/gpudirect).
+            nics = {p.fabric: p.instance.fabric_interfaces for p in config.gpu_pools if p.fabric in prof.fabrics}
+            GpuDirectFabrics(f"{name}-gpudirect", config, direct, nics, opts=pulumi.ResourceOptions(parent=self))
         for kind in used:
             fabric = prof.fabrics[kind]
+            if not fabric.chart:
+                continue
             self.releases[kind] = helm.Release(f"{name}-{kind}", helm.ReleaseArgs(
                 name=fabric.chart, chart=fabric.chart, version=fabric.version,
                 repository_opts=helm.RepositoryOptsArgs(repo=fabric.repository), namespace=fabric.namespace,
