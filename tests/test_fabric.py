@@ -48,8 +48,9 @@ def test_catalog_carries_efa_interface_counts_for_p_family_only():
     assert counts == EFA_TYPES
 
 
-def test_only_eks_offers_a_fabric():
-    assert {name: tuple(p.fabrics) for name, p in PROFILES.items() if p.fabrics} == {"aws": ("efa",)}
+def test_eks_and_gke_offer_fabrics():
+    assert {name: tuple(p.fabrics) for name, p in PROFILES.items() if p.fabrics} == {
+        "aws": ("efa",), "gcp": ("gpudirect-tcpx", "gpudirect-tcpxo")}
 
 
 @pytest.mark.parametrize("pool, expected", [
@@ -78,7 +79,7 @@ def test_clouds_without_fabrics_allow_only_auto_and_none():
         {"name": "h100-train", "instanceType": "Standard_ND96isr_H100_v5", "maxNodes": 1, "fabric": "infiniband"}]},
         stack="azure-prod")
     assert "allowed: auto, none" in problems["gpuPools[0].fabric"]
-    for stack in ("azure-prod", "gcp-prod", "oci-prod", "gcp-dev"):
+    for stack in ("azure-prod", "oci-prod", "gcp-dev"):
         assert {p.fabric for p in plan_stack(stack).config.gpu_pools} == {"none"}, stack
 
 

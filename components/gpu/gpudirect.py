@@ -7,6 +7,7 @@ Also the names both sides agree on: the VPCs and subnets the cloud layer creates
 and the Network objects pods name in `networking.gke.io/interfaces` (gpu_platform/nccl_manifest.py)."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pulumi
@@ -169,3 +170,31 @@ class GpuDirectFabrics(pulumi.ComponentResource):
             name="device-injector", namespace=NAMESPACE, labels={"k8s-app": "device-injector"}),
             spec=injector_spec(sorted(f.name for f in fabrics)), opts=child)
         self.register_outputs({"networks": self.networks})
+
+
+def _volume(name: str, host_path: str) -> dict[str, Any]:
+    return _host_path(name, host_path) if host_path else {"name": name, "emptyDir": {}}
+
+
+def workload_pod(fabric: Fabric, gpus: int, nics: int) -> dict[str, Any]:
+    """What a pod using all of a node's GPU NICs adds (GKE guide "Deploy a workload", upstream nccl-test-latest.yaml):
+    the multi-network annotations, the NRI device list for the RxDM sidecar, the sidecar itself and the volumes its
+    containers share. The sidecar is a native sidecar (an init container restarting Always, Kubernetes 1.29+) so a
+    Job's pod completes when its workload does; upstream's bare pods run it as a plain container."""
+    direct = fabric.gpudirect
+    devices = [*(f"/dev/nvidia{i}" for i in range(gpus)), "/dev/nvidiactl", "/dev/nvidia-uvm", *direct.extra_devices]
+    annotations = {
+        f"devices.gke.io/container.{direct.rxdm_container}": "".join(f"- path: {d}\n" for d in devices),
+        "networking.gke.io/default-interface": "eth0",
+        "networking.gke.io/interfaces": json.dumps(pod_interfaces(fabric.name, nics)),
+    }
+    sidecar = {
+        "name": direct.rxdm_container, "image": direct.rxdm_image, "restartPolicy": "Always",
+        "command": list(direct.rxdm_command),
+        "securityContext": {"capabilities": {"add": list(direct.rxdm_capabilities)}},
+        "env": [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}],
+        "volumeMounts": [{"name": v, "mountPath": mount} for v, _, mount in direct.rxdm_volumes],
+    }
+    volumes = {v: _volume(v, host) for v, host, _ in (*direct.rxdm_volumes, *direct.workload_volumes)}
+    return {"annotations": annotations, "sidecar": sidecar, "volumes": list(volumes.values()),
+            "mounts": [{"name": v, "mountPath": mount} for v, _, mount in direct.workload_volumes]}
