@@ -288,3 +288,21 @@ def test_nccl_test_command_notes_the_pod_security_level(capsys):
     assert "note: gpudirect-tcpx:" in captured.err and "baseline" in captured.err and "'research'" in captured.err
     assert main(["nccl-test", "aws-prod", "--pool", "h100-train"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_turning_the_fabric_on_replaces_only_the_fabric_pool():
+    """Replace-triggering inputs (engine/replacements.py) of every node pool, gcp-prod with and without TCPX."""
+    from gpu_platform.engine.plan import PROJECT_ROOT, read_stack_config
+    from gpu_platform.engine.replacements import replace_paths, value_at
+
+    raw = read_stack_config(PROJECT_ROOT / "stacks" / "Pulumi.gcp-prod.yaml")["gpu-platform:gpuPools"]
+    off = plan_stack("gcp-prod", config_overrides={"gpu-platform:gpuPools": [{**p, "fabric": "none"} for p in raw]})
+    on = plan_stack("gcp-prod")
+
+    def keys(result):
+        return {r.name: {path: json.dumps(value_at(r.inputs, path)) for path in replace_paths(NODE_POOL)}
+                for r in result.of_type(NODE_POOL)}
+    before, after = keys(off), keys(on)
+    changed = {name: [p for p in replace_paths(NODE_POOL) if before[name][p] != after[name][p]] for name in before}
+    assert {name: paths for name, paths in changed.items() if paths} == {"ml-prod-gke-h100-train-nodepool": [
+        "placementPolicy", "networkConfig.additionalNodeNetworkConfigs", "nodeConfig.gvnic"]}
