@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import json
 
+import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
@@ -18,6 +19,7 @@ from gpu_platform import nccl_manifest
 from gpu_platform.cli import main
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import validate_stack
+from gke_network_crds import SCHEMAS as GKE_SCHEMAS
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -185,29 +187,28 @@ def test_both_fabrics_in_one_cluster_keep_separate_nic_ranges():
 
 # --- in-cluster objects -------------------------------------------------------------------------------------------
 
-# networking.gke.io/v1 (GKE's network API types, kubernetes/cloud-provider-gcp vendored crd/apis/network/v1):
-# NetworkSpec.type enum L2|L3|Device, parametersRef {group, kind, name}; GKENetworkParamSetSpec vpc, vpcSubnet,
-# deviceMode enum DPDK-VFIO|NetDevice|RDMA. No CRD schema of them is in ../shared/upstream, so the fields are checked
-# here against those Go types.
-NETWORK_FIELDS = {"type", "provider", "nodeInterfaceMatcher", "l2NetworkConfig", "networkLifecycle", "routes",
-                  "gateway4", "dnsConfig", "externalDHCP4", "parametersRef"}
-PARAM_SET_FIELDS = {"vpc", "vpcSubnet", "deviceMode", "podIPv4Ranges", "networkAttachment"}
-
-
 def test_network_objects_match_the_gke_api_types_and_the_cloud_names(mega):
     vpcs = {r.inputs["name"] for r in mega.of_type(NETWORK)}
     subnets = {r.inputs["name"] for r in mega.of_type(SUBNET)}
     params = {r.inputs["metadata"]["name"]: r.inputs for r in mega.of_type(PARAM_SET)}
     networks = {r.inputs["metadata"]["name"]: r.inputs for r in mega.of_type(K8S_NETWORK)}
     assert sorted(networks) == sorted(params) == [f"tcpxo-nic{i}" for i in range(8)]
+    for obj in [*params.values(), *networks.values()]:
+        errors_found = list(jsonschema.Draft7Validator(GKE_SCHEMAS[(obj["apiVersion"], obj["kind"])]).iter_errors(obj))
+        assert not errors_found, [e.message for e in errors_found]
     for name, obj in params.items():
-        assert obj["apiVersion"] == "networking.gke.io/v1" and set(obj["spec"]) <= PARAM_SET_FIELDS
-        assert obj["spec"]["deviceMode"] in {"DPDK-VFIO", "NetDevice", "RDMA"}
+        assert obj["spec"]["deviceMode"] == "NetDevice"
         assert obj["spec"]["vpc"] in vpcs and obj["spec"]["vpcSubnet"] in subnets
     for name, obj in networks.items():
-        assert set(obj["spec"]) <= NETWORK_FIELDS and obj["spec"]["type"] in {"L2", "L3", "Device"}
-        assert obj["spec"]["parametersRef"] == {"group": "networking.gke.io", "kind": "GKENetworkParamSet",
-                                                "name": name}
+        assert obj["spec"]["type"] == "Device" and obj["spec"]["parametersRef"]["name"] == name
+
+
+def test_gke_network_schemas_refuse_what_gke_would():
+    bad = {"apiVersion": "networking.gke.io/v1", "kind": "GKENetworkParamSet", "metadata": {"name": "x"},
+           "spec": {"vpc": "v", "vpcSubnet": "s", "deviceMode": "Netdevice", "vpcsubnet": "typo"}}
+    messages = [e.message for e in jsonschema.Draft7Validator(
+        GKE_SCHEMAS[("networking.gke.io/v1", "GKENetworkParamSet")]).iter_errors(bad)]
+    assert len(messages) == 2 and any("Netdevice" in m for m in messages) and any("vpcsubnet" in m for m in messages)
 
 
 def test_installer_and_injector_are_valid_daemonsets_on_the_fabric_pools_only(mega):
