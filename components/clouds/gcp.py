@@ -1,5 +1,5 @@
 """GKE: a VPC with pod/service ranges and Cloud NAT (unless given), a private regional cluster, a system pool
-and one node pool per GPU pool."""
+and one node pool per GPU pool; GPUDirect pools also get their GPU NIC VPCs and compact placement (gcp_fabric)."""
 from __future__ import annotations
 
 import pulumi

@@ -1,4 +1,5 @@
-"""The device plugin of each fast fabric the GPU pools use (EFA on EKS), so pods can request its interfaces."""
+"""The device plugin of each fast fabric the GPU pools use (EFA on EKS), so pods can request its interfaces; GKE
+GPUDirect, which has none, gets its NIC networks, NCCL plugin installer and NRI injector instead (gpu/gpudirect)."""
 from __future__ import annotations
 
 from typing import Any
@@ -30,7 +31,8 @@ def plugin_values(config: PlatformConfig, fabric: Fabric) -> dict[str, Any]:
 
 
 class FabricDevicePlugins(pulumi.ComponentResource):
-    """One Helm release per fabric in use; nothing when no pool has one."""
+    """One Helm release per fabric in use with a device plugin, GpuDirectFabrics for GKE GPUDirect; nothing when no
+    pool has a fabric."""
 
     TYPE = "gpu-platform:gpu:FabricDevicePlugins"
 
