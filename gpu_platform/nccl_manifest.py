@@ -9,6 +9,7 @@ from typing import Any
 from components.clouds.labels import POOL_LABEL, pool_taints
 from components.clouds.profiles import profile
 from components.config.model import GpuPool, PlatformConfig, Team
+from components.gpu.gpudirect import workload_pod
 from components.scheduling.kinds import scheduler_kind
 from components.scheduling.kueue import LOCAL_QUEUE
 from components.scheduling.topology import pool_levels
@@ -82,14 +83,20 @@ def environment(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
                                                                                   "NCCL_DEBUG": "INFO"}
 
 
-def script(job: str, service: str, nodes: int, gpus: int, env: dict[str, str], binary: str = ALL_REDUCE_PERF) -> str:
+# MPI's own traffic stays on the pod network; with GPU NICs in the pod (GKE GPUDirect) it must not wander onto them.
+MPI_INTERFACES = "--mca btl_tcp_if_exclude lo,docker0"
+MPI_POD_NETWORK_ONLY = "--mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0"
+
+
+def script(job: str, service: str, nodes: int, gpus: int, env: dict[str, str], binary: str = ALL_REDUCE_PERF,
+           mpi_interfaces: str = MPI_INTERFACES) -> str:
     """Every rank runs sshd; index 0 waits for the others, runs mpirun over them, then tells them to stop."""
     hosts = [f"{job}-{i}.{service}" for i in range(nodes)]
     workers = " ".join(hosts[1:])
-    forwarded = " ".join(f"-x {k}" for k in ("PATH", "LD_LIBRARY_PATH", *env))
+    forwarded = " ".join(f"-x {k}" for k in dict.fromkeys(("PATH", "LD_LIBRARY_PATH", *env)))
     mpirun = (f"mpirun --allow-run-as-root --tag-output -np {nodes * gpus} -H "
               f"{','.join(f'{h}:{gpus}' for h in hosts)} --bind-to none {forwarded} "
-              "--mca pml ^cm --mca btl tcp,self --mca btl_tcp_if_exclude lo,docker0 "
+              f"--mca pml ^cm --mca btl tcp,self {mpi_interfaces} "
               f"{binary} {shlex.join(SIZES)}")
     return "\n".join([
         "set -eu",
@@ -107,6 +114,17 @@ def script(job: str, service: str, nodes: int, gpus: int, env: dict[str, str], b
     ])
 
 
+def notes(config: PlatformConfig, pool: GpuPool, team: Team) -> list[str]:
+    """What the reader must know before applying the manifest, printed to standard error."""
+    fabric = profile(config.cloud).fabrics.get(pool.fabric)
+    if not (fabric and fabric.gpudirect):
+        return []
+    return [f"{pool.fabric}: the pods mount host paths (the node's NCCL plugin, /sys, /proc/sys) and their "
+            f"{fabric.gpudirect.rxdm_container} sidecar adds {', '.join(fabric.gpudirect.rxdm_capabilities)}, which "
+            f"Pod Security baseline (enforced on team namespaces) refuses: they start only once namespace "
+            f"{team.name!r} enforces privileged (docs/fabric.md, GKE section)"]
+
+
 def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,
              key_pair: tuple[str, str]) -> list[dict[str, Any]]:
     """Secret, Service and Job, in apply order."""
@@ -117,11 +135,18 @@ def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,
     env = environment(config, pool)
     limits = {"nvidia.com/gpu": str(pool.instance.gpus)}
     fabric = prof.fabrics.get(pool.fabric)
-    if fabric:
+    if fabric and fabric.resource:
         # A shared plugin hands every HCA to the pod for one unit; EFA counts one unit per interface.
         limits[fabric.resource] = str(fabric.pod_units or pool.instance.fabric_interfaces)
-    image = fabric.nccl_test_image if fabric and fabric.nccl_test_image else IMAGE
-    binary = fabric.nccl_test_binary if fabric and fabric.nccl_test_binary else ALL_REDUCE_PERF
+    # GKE GPUDirect: the NICs come through multi-networking and an RxDM sidecar, and the test runs Google's image,
+    # which has nccl-tests built against the plugin the installer put on the node.
+    direct = workload_pod(fabric, pool.instance.gpus, pool.instance.fabric_interfaces) \
+        if fabric and fabric.gpudirect else None
+    if direct:
+        image, binary = fabric.gpudirect.installer_image, fabric.gpudirect.test_binary
+    else:
+        image = fabric.nccl_test_image if fabric and fabric.nccl_test_image else IMAGE
+        binary = fabric.nccl_test_binary if fabric and fabric.nccl_test_binary else ALL_REDUCE_PERF
     private, public = key_pair
     ssh_config = f"Host *\n  Port {SSH_PORT}\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-ssh", "namespace": ns, "labels": labels},
@@ -136,6 +161,8 @@ def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,
     # On a TAS pool with network levels, ask for the narrowest block above the host: the number the test reports is
     # then the fabric's best, not a spread across the data center.
     annotations = {PREFERRED_TOPOLOGY: levels[-2]} if len(levels) > 1 else {}
+    if direct:
+        annotations.update(direct["annotations"])
     pod = {
         "metadata": {"labels": labels, **({"annotations": annotations} if annotations else {})},
         "spec": {
@@ -145,17 +172,21 @@ def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,
                             for t in pool_taints(pool, prof)],
             "containers": [{
                 "name": "nccl", "image": image, "command": ["/bin/bash", "-c", script(
-                    name, name, nodes, pool.instance.gpus, env, binary)],
+                    name, name, nodes, pool.instance.gpus, env, binary,
+                    MPI_POD_NETWORK_ONLY if direct else MPI_INTERFACES)],
                 "env": [{"name": k, "value": v} for k, v in env.items()],
                 "resources": {"limits": limits, "requests": dict(limits)},
                 "volumeMounts": [{"name": "ssh", "mountPath": SSH_DIR, "readOnly": True},
-                                 {"name": "shm", "mountPath": "/dev/shm"}],
+                                 {"name": "shm", "mountPath": "/dev/shm"}, *(direct["mounts"] if direct else ())],
             }],
             "volumes": [{"name": "ssh", "secret": {"secretName": f"{name}-ssh", "defaultMode": 0o400}},
                         # NCCL's intra-node transport uses shared memory; the container default of 64 MiB is too small.
-                        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}],
+                        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+                        *(direct["volumes"] if direct else ())],
         },
     }
+    if direct:
+        pod["spec"]["initContainers"] = [direct["sidecar"]]
     job = {"apiVersion": "batch/v1", "kind": "Job",
            "metadata": {"name": name, "namespace": ns, "labels": {**labels, QUEUE_LABEL: LOCAL_QUEUE}},
            "spec": {

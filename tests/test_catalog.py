@@ -82,7 +82,8 @@ INTERCONNECT = {
     "p4d.24xlarge": "efa", "p5.48xlarge": "efa", "p6-b200.48xlarge": "efa",
     "Standard_ND96asr_v4": "infiniband", "Standard_ND96isr_H200_v5": "infiniband",
     "Standard_NC24ads_A100_v4": None,
-    "a2-highgpu-8g": None, "a3-megagpu-8g": "rdma", "a3-ultragpu-8g": "rdma",
+    "a2-highgpu-8g": None, "a3-highgpu-8g": "gpudirect-tcpx", "a3-megagpu-8g": "gpudirect-tcpxo",
+    "a3-ultragpu-8g": "rdma",
     "a4-highgpu-8g": "rdma",
     "BM.GPU.H100.8": "rdma", "BM.GPU.L40S.4": "rdma", "VM.GPU.A10.1": None,
 }

@@ -71,7 +71,9 @@ def test_names_and_placement(prod):
     for pool in prod.of_type(NODE_POOL):
         assert pool.inputs["cluster"] == "ml-prod-gke" and pool.inputs["project"] == "acme-ml-prod"
         assert pool.inputs["location"] == "us-central1"
-        assert pool.inputs["nodeLocations"] == ["us-central1-a", "us-central1-c"]
+        # The GPUDirect-TCPX pool is compact, in the first zone only (docs/fabric.md, GKE).
+        zones = ["us-central1-a"] if pool.inputs["name"] == "h100-train" else ["us-central1-a", "us-central1-c"]
+        assert pool.inputs["nodeLocations"] == zones
 
 
 def test_taints_are_explicit_with_gke_effect_spelling(prod):

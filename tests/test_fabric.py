@@ -58,7 +58,7 @@ def test_catalog_carries_an_efa_interface_count_for_every_efa_type():
 
 def test_fabrics_per_cloud():
     assert {name: tuple(p.fabrics) for name, p in PROFILES.items() if p.fabrics} == {
-        "aws": ("efa",), "azure": ("infiniband",), "oci": ("rdma",)}
+        "aws": ("efa",), "azure": ("infiniband",), "gcp": ("gpudirect-tcpx", "gpudirect-tcpxo"), "oci": ("rdma",)}
 
 
 @pytest.mark.parametrize("pool, expected", [
@@ -106,7 +106,7 @@ def test_a_fabric_another_cloud_offers_is_refused_with_this_clouds_values():
 
 def test_example_stacks_fabrics():
     expected = {"aws-dev": {"none"}, "aws-prod": {"efa", "none"}, "azure-prod": {"infiniband", "none"},
-                "gcp-dev": {"none"}, "gcp-prod": {"none"}, "oci-prod": {"none"}}
+                "gcp-dev": {"none"}, "gcp-prod": {"gpudirect-tcpx", "none"}, "oci-prod": {"none"}}
     assert {stack: {p.fabric for p in plan_stack(stack).config.gpu_pools} for stack in expected} == expected
 
 

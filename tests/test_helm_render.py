@@ -22,6 +22,7 @@ from components.clouds.labels import pool_taints
 from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, profile
 from components.gpu.operands import operands
 from conftest import STACKS, UPSTREAM, strict_schema
+from gke_network_crds import SCHEMAS as GKE_NETWORK_SCHEMAS
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config, stack_path
 from helm import Helm, chart_package, extract_helm, parse
@@ -191,7 +192,8 @@ def test_planned_objects_are_served_by_kubernetes_or_the_crds_our_charts_install
     """Queues, flavors, monitors and rules we create are valid for the CRD versions our releases ship (not only for
     ../shared's copies); every other object we create is a core Kubernetes kind."""
     plan, charts = rendered[stack]
-    installed = {}
+    # GKE serves its multi-networking kinds itself (tests/gke_network_crds.py).
+    installed = dict(GKE_NETWORK_SCHEMAS)
     for chart in charts.values():
         installed.update(chart_crds[chart.chart])
     objects = [r for r in plan.resources if r.type.startswith("kubernetes:") and r.inputs.get("apiVersion")

@@ -9,13 +9,9 @@ import pytest
 
 from components.autoscaling.karpenter import CHART_VERSION
 from components.config import ConfigError, validate
-from components.config.model import Policy
 from conftest import ROOT
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config
-from gpu_platform.policy.runner import evaluate
-from policies import context
-from policies.rules import BY_ID
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"

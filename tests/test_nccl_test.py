@@ -63,7 +63,9 @@ def test_manifest_is_valid_kubernetes_on_the_pools_nodes(stack, pool_name, capsy
     assert pod["tolerations"] == [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
                                   for t in pool_taints(pool, prof)]
     container = pod["containers"][0]
-    assert container["image"] == IMAGE and ":latest" not in IMAGE
+    direct = prof.fabrics[pool.fabric].gpudirect if pool.fabric in prof.fabrics else None
+    image = direct.installer_image if direct else IMAGE
+    assert container["image"] == image and ":latest" not in image
     env = {e["name"]: e["value"] for e in container["env"]}
     expected = {"nvidia.com/gpu": str(pool.instance.gpus)}
     if pool.fabric == "efa":
@@ -72,11 +74,14 @@ def test_manifest_is_valid_kubernetes_on_the_pools_nodes(stack, pool_name, capsy
     elif pool.fabric == "infiniband":
         expected["rdma/ib"] = str(pool.instance.fabric_interfaces)
         assert env["NCCL_NET"] == "IB" and "FI_PROVIDER" not in env
+    elif direct:
+        assert "NCCL_NET" not in env and env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64"
     else:
         assert env["NCCL_NET"] == "Socket" and "FI_PROVIDER" not in env
     assert container["resources"]["limits"] == container["resources"]["requests"] == expected
     command = container["command"][2]
-    assert f"-np {2 * pool.instance.gpus} " in command and "/opt/nccl-tests/build/all_reduce_perf" in command
+    binary = direct.test_binary if direct else "/opt/nccl-tests/build/all_reduce_perf"
+    assert f"-np {2 * pool.instance.gpus} " in command and binary in command
     assert all(f"-x {name}" in command for name in env)
     assert secret["stringData"]["authorized_keys"] == secret["stringData"]["id_ed25519.pub"]
     assert secret["stringData"]["id_ed25519"].startswith("-----BEGIN OPENSSH PRIVATE KEY-----")

@@ -10,7 +10,11 @@ _ROCE = ("GPUDirect RDMA over RoCE",)
 
 # (machine type, GPU, GPUs, vCPUs, memory GiB, interconnect, GKE accelerator, notes)
 # Only the 8-GPU A3/A4 types carry the extra GPU NICs GPUDirect needs; a3-highgpu-1g/2g/4g
-# have a single NIC, so they get no interconnect.
+# have a single NIC, so they get no interconnect. The interconnect of A3 High and A3 Mega names the GKE fabric
+# (gpuPools[].fabric) that attaches their GPU NICs; A3 Ultra and A4 stay "rdma", which the platform does not attach.
+# GPU NICs per node (GKE "Maximize GPU network bandwidth with GPUDirect and multi-networking": up to four secondary
+# NICs on A3 High, eight on A3 Mega, one VPC each; cluster-toolkit gpu_direct.tf min_additional_networks 4 and 8).
+_GPU_NICS = {"a3-highgpu-8g": 4, "a3-megagpu-8g": 8}
 _ROWS = (
     ("a2-highgpu-1g", A100_40GB, 1, 12, 85, None, "nvidia-tesla-a100", ()),
     ("a2-highgpu-2g", A100_40GB, 2, 24, 170, None, "nvidia-tesla-a100", ()),
@@ -24,8 +28,8 @@ _ROWS = (
     ("a3-highgpu-1g", H100_80GB, 1, 26, 234, None, "nvidia-h100-80gb", ()),
     ("a3-highgpu-2g", H100_80GB, 2, 52, 468, None, "nvidia-h100-80gb", ()),
     ("a3-highgpu-4g", H100_80GB, 4, 104, 936, None, "nvidia-h100-80gb", ()),
-    ("a3-highgpu-8g", H100_80GB, 8, 208, 1872, "rdma", "nvidia-h100-80gb", _TCPX),
-    ("a3-megagpu-8g", H100_80GB, 8, 208, 1872, "rdma", "nvidia-h100-mega-80gb", _TCPXO),
+    ("a3-highgpu-8g", H100_80GB, 8, 208, 1872, "gpudirect-tcpx", "nvidia-h100-80gb", _TCPX),
+    ("a3-megagpu-8g", H100_80GB, 8, 208, 1872, "gpudirect-tcpxo", "nvidia-h100-mega-80gb", _TCPXO),
     ("a3-ultragpu-8g", H200_141GB, 8, 224, 2952, "rdma", "nvidia-h200-141gb", _ROCE),
     ("a4-highgpu-8g", B200_180GB, 8, 224, 3968, "rdma", "nvidia-b200", _ROCE),
     ("g2-standard-4", L4, 1, 4, 16, None, "nvidia-l4", ()),
@@ -39,6 +43,7 @@ _ROWS = (
 )
 
 INSTANCE_TYPES: dict[str, InstanceType] = {
-    name: InstanceType("gcp", name, gpu, gpus, vcpus, memory, interconnect, accelerator, notes)
+    name: InstanceType("gcp", name, gpu, gpus, vcpus, memory, interconnect, accelerator,
+                       fabric_interfaces=_GPU_NICS.get(name, 0), notes=notes)
     for name, gpu, gpus, vcpus, memory, interconnect, accelerator, notes in _ROWS
 }

@@ -64,7 +64,7 @@ class InstanceType:
     gpus: int
     vcpus: int
     memory_gib: int
-    interconnect: str | None = None  # "efa" | "infiniband" | "rdma" | None
+    interconnect: str | None = None  # "efa" | "infiniband" | "rdma" | "gpudirect-tcpx" | "gpudirect-tcpxo" | None
     accelerator: str | None = None  # GKE guest accelerator type, e.g. "nvidia-h100-80gb"
     # Fabric interfaces one node takes (one per network card), when the platform can attach them (0: unknown).
     fabric_interfaces: int = 0

@@ -101,7 +101,7 @@ def karpenter_policy(cluster_name: str, cluster_arn: str, region: str, node_role
     Everything that launches, tags or deletes is conditioned on the `kubernetes.io/cluster/<name>: owned` tag Karpenter
     puts on what it creates, so the role reaches no other cluster's instances, templates or instance profiles.
     """
-    partition, account = cluster_arn.split(":")[1], cluster_arn.split(":")[4]
+    partition = cluster_arn.split(":")[1]
     ec2 = f"arn:{partition}:ec2:{region}"
     owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster_name}": "owned"}
     owned_resource = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}

@@ -5,7 +5,7 @@ from typing import Any
 
 import pulumi
 
-from components.autoscaling.karpenter import SERVICE_ACCOUNT, KarpenterTarget, object_name
+from components.autoscaling.karpenter import SERVICE_ACCOUNT, KarpenterTarget
 from components.autoscaling.karpenter import node_pool_spec as node_pool
 from components.clouds.aws_nodes import GPU_DISK_GIB, SYSTEM_NODE_GROUP, TAG_PREFIX
 from components.clouds.base import GpuNodePool

@@ -1,5 +1,5 @@
 """GKE: a VPC with pod/service ranges and Cloud NAT (unless given), a private regional cluster, a system pool
-and one node pool per GPU pool."""
+and one node pool per GPU pool; GPUDirect pools also get their GPU NIC VPCs and compact placement (gcp_fabric)."""
 from __future__ import annotations
 
 import pulumi
@@ -9,6 +9,7 @@ import pulumi_gcp.projects as projects
 import pulumi_gcp.serviceaccount as serviceaccount
 import yaml
 
+from components.clouds import gcp_fabric
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.clouds.profiles import CloudProfile, profile
 from components.clouds.zonal import initial_per_zone
@@ -129,6 +130,12 @@ class GkeCluster(PlatformCluster):
             ip_allocation = {"cluster_secondary_range_name": POD_RANGE, "services_secondary_range_name": SERVICE_RANGE}
 
         self._nodes_account, nodes_ready = self._node_service_account(name, cluster, project)
+        # One VPC per GPU NIC for each GPUDirect fabric the pools use, shared by its pools.
+        self._nic_networks = {
+            kind: gcp_fabric.nic_networks(name, cluster.name, project, cluster.region, prof.fabrics[kind],
+                                          nics, pulumi.ResourceOptions(parent=self))
+            for kind, nics in sorted({p.fabric: p.instance.fabric_interfaces for p in config.gpu_pools
+                                      if p.fabric in prof.fabrics and prof.fabrics[p.fabric].gpudirect}.items())}
         gke = container.Cluster(
             f"{name}-gke",
             name=cluster.name,
@@ -159,6 +166,8 @@ class GkeCluster(PlatformCluster):
             else None,
             cluster_autoscaling=node_auto_provisioning(extras.get(NAP_KEY), self._nodes_account.email),
             datapath_provider="ADVANCED_DATAPATH",  # Dataplane V2 enforces NetworkPolicy
+            # GPU NICs reach pods as Device networks, which need multi-networking (and Dataplane V2, above).
+            enable_multi_networking=True if self._nic_networks else None,
             deletion_protection=config.protected,
             # nodeConfig describes only the removed default pool, and changing it would replace the cluster.
             opts=pulumi.ResourceOptions(parent=self, protect=config.protected, depends_on=nodes_ready,
@@ -248,6 +257,12 @@ class GkeCluster(PlatformCluster):
             node_config["spot"] = True
         if pool.capacity_type == "reserved":
             node_config["reservation_affinity"] = {"consume_reservation_type": "ANY_RESERVATION"}
+        fabric: dict = {}
+        pool_zones = zones
+        if pool.fabric in self._nic_networks:
+            node_config["gvnic"] = {"enabled": True}  # GPUDirect needs gVNIC on the primary NIC too
+            fabric = gcp_fabric.node_pool_settings(pool, self._nic_networks[pool.fabric], zones)
+            pool_zones = fabric.pop("node_locations")
         queued: dict = {}
         if pool.queued:
             # Dynamic Workload Scheduler (GKE provisioningrequest guide): nodes come only through ProvisioningRequests,
@@ -262,13 +277,13 @@ class GkeCluster(PlatformCluster):
             project=project,
             location=config.cluster.region,
             cluster=gke.name,
-            node_locations=zones,
-            initial_node_count=initial_per_zone(pool.min_nodes, len(zones)),
+            node_locations=pool_zones,
+            initial_node_count=initial_per_zone(pool.min_nodes, len(pool_zones)),
             # Total (not per-zone) limits keep minNodes/maxNodes meaning the whole pool; ANY lets spot capacity come
             # from whichever zone has it, BALANCED spreads on-demand nodes.
             autoscaling={"total_min_node_count": pool.min_nodes, "total_max_node_count": pool.max_nodes,
                          "location_policy": "ANY" if pool.capacity_type == "spot" or pool.queued else "BALANCED"},
-            management={"auto_repair": not pool.queued, "auto_upgrade": True}, **queued,
+            management={"auto_repair": not pool.queued, "auto_upgrade": True}, **queued, **fabric,
             # A surge node would be one more scarce GPU machine: upgrade by replacing one node at a time.
             upgrade_settings={"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1},
             node_config=node_config,

@@ -106,6 +106,36 @@ class Fabric:
     # The NCCL test image with this fabric's transport and its all_reduce_perf path ("": the default EFA image).
     nccl_test_image: str = ""
     nccl_test_binary: str = ""
+    # A fabric without a device plugin (resource and chart empty) reaches pods another way: on GKE through
+    # multi-networking and a receive-datapath sidecar (gpudirect).
+    gpudirect: "GpuDirect | None" = None
+    # The fabric works only with the cloud's own GPU driver (driver: managed); `auto` leaves other pools at none.
+    needs_managed_driver: bool = False
+
+
+@dataclass(frozen=True)
+class GpuDirect:
+    """GKE GPUDirect-TCPX/TCPXO: one extra VPC per GPU NIC, the NCCL plugin installer, the NRI device injector and
+    the receive-datapath manager (RxDM) sidecar every pod using the NICs runs (GKE "Maximize GPU network bandwidth
+    with GPUDirect and multi-networking", GoogleCloudPlatform/container-engine-accelerators gpudirect-tcpx(o))."""
+
+    installer: str  # DaemonSet name of the NCCL plugin installer, in kube-system
+    installer_image: str  # pinned NCCL plugin image; it also carries the nccl-tests the smoke test runs
+    accelerator: str  # cloud.google.com/gke-accelerator value the upstream installer selects
+    rxdm_image: str  # pinned RxDM image matching the plugin version
+    rxdm_container: str  # sidecar container name (the NRI annotation devices.gke.io/container.<name> names it)
+    rxdm_command: tuple[str, ...]
+    rxdm_capabilities: tuple[str, ...]
+    rxdm_volumes: tuple[tuple[str, str, str], ...]  # (volume, hostPath, mountPath in the sidecar)
+    workload_volumes: tuple[tuple[str, str, str], ...]  # (volume, hostPath or "" for emptyDir, mountPath in NCCL pods)
+    extra_devices: tuple[str, ...]  # device nodes the sidecar needs besides /dev/nvidia*
+    test_binary: str  # all_reduce_perf inside installer_image
+    mtu: int  # of every GPU NIC VPC
+    subnet_offset: int  # third octet where this fabric's /20 GPU NIC subnets start in 192.168.0.0/16
+    # TCPXO's low-latency control messages need the NICs' aperture devices exposed on the host first.
+    llcm: bool = False
+    # Compact placement (GKE compact-placement): nodes of one pool close together in one zone, up to this many.
+    placement_max_nodes: int = 150
 
 
 @dataclass(frozen=True)
@@ -455,6 +485,75 @@ _OCI_RDMA = Fabric(
     fixed_size=True, required_extras=("tenancyId", "rdmaImageId"), unsupported_capacity=("spot",),
     nccl_test_image="iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
     nccl_test_binary="/workspace/nccl-tests/build/all_reduce_perf")
+# GKE GPUDirect (container-engine-accelerators gpudirect-tcpx/nccl-test-latest.yaml and nccl-config.yaml for TCPX,
+# gpudirect-tcpxo/nccl-test-latest.yaml for TCPXO; versions as GoogleCloudPlatform/cluster-toolkit
+# modules/compute/gke-node-pool/gpu_direct.tf pairs them: TCPX plugin v3.1.9 with RxDM v2.0.12, TCPXO plugin
+# v1.0.8-1 with RxDM v1.0.14). The NICs are eth1..ethN in pods (networking.gke.io/interfaces), eth0 the pod network.
+_GKE_LIB = "/usr/local/nvidia/lib64"  # where pods mount the node's /home/kubernetes/bin/nvidia/lib64 (plugin + NCCL)
+_TCPX = Fabric(
+    name="gpudirect-tcpx", resource="", chart="", repository="", version="", namespace="kube-system",
+    env=(("LD_LIBRARY_PATH", _GKE_LIB), ("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_CROSS_NIC", "0"),
+         ("NCCL_ALGO", "Ring"), ("NCCL_PROTO", "Simple"), ("NCCL_NSOCKS_PERTHREAD", "4"),
+         ("NCCL_SOCKET_NTHREADS", "1"), ("NCCL_DYNAMIC_CHUNK_SIZE", "524288"), ("NCCL_P2P_NET_CHUNKSIZE", "524288"),
+         ("NCCL_P2P_PCI_CHUNKSIZE", "524288"), ("NCCL_P2P_NVL_CHUNKSIZE", "1048576"), ("NCCL_BUFFSIZE", "4194304"),
+         ("NCCL_NET_GDR_LEVEL", "PIX"), ("NCCL_P2P_PXN_LEVEL", "0"),
+         ("NCCL_GPUDIRECTTCPX_SOCKET_IFNAME", "eth1,eth2,eth3,eth4"), ("NCCL_GPUDIRECTTCPX_CTRL_DEV", "eth0"),
+         ("NCCL_GPUDIRECTTCPX_TX_BINDINGS", "eth1:8-21,112-125;eth2:8-21,112-125;eth3:60-73,164-177;eth4:60-73,164-177"),
+         ("NCCL_GPUDIRECTTCPX_RX_BINDINGS", "eth1:22-35,126-139;eth2:22-35,126-139;eth3:74-87,178-191;eth4:74-87,178-191"),
+         ("NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS", "500000"),
+         ("NCCL_DEBUG", "INFO")),
+    needs_managed_driver=True,
+    gpudirect=GpuDirect(
+        installer="nccl-tcpx-installer",
+        installer_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
+        accelerator="nvidia-h100-80gb",
+        rxdm_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
+        rxdm_container="tcpx-daemon",
+        rxdm_command=("/tcpgpudmarxd/build/app/tcpgpudmarxd", "--gpu_nic_preset", "a3vm", "--gpu_shmem_type", "fd",
+                      "--uds_path", "/run/tcpx", "--setup_param",
+                      # Upstream's YAML passes the quotes and backslashes literally; kept byte for byte.
+                      '\\"--verbose 128 2 0 \\"'),
+        rxdm_capabilities=("NET_ADMIN",),
+        rxdm_volumes=(("libraries", "/home/kubernetes/bin/nvidia/lib64", _GKE_LIB), ("tcpx-socket", "", "/run/tcpx"),
+                      ("sys", "/sys", "/hostsysfs"), ("proc-sys", "/proc/sys", "/hostprocsysfs")),
+        # NCCL reaches the RxDM through its Unix socket in the shared emptyDir, mounted at /tmp as upstream does.
+        workload_volumes=(("libraries", "/home/kubernetes/bin/nvidia/lib64", _GKE_LIB), ("tcpx-socket", "", "/tmp")),
+        extra_devices=(),
+        test_binary="/third_party/nccl-tests-mpi/build/all_reduce_perf",
+        mtu=8244, subnet_offset=0),
+)
+_TCPXO = Fabric(
+    name="gpudirect-tcpxo", resource="", chart="", repository="", version="", namespace="kube-system",
+    env=(("LD_LIBRARY_PATH", _GKE_LIB), ("NCCL_FASTRAK_CTRL_DEV", "eth0"),
+         ("NCCL_FASTRAK_IFNAME", "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8"), ("NCCL_SOCKET_IFNAME", "eth0"),
+         ("NCCL_CROSS_NIC", "0"), ("NCCL_ALGO", "Ring,Tree"), ("NCCL_PROTO", "Simple"), ("NCCL_MIN_NCHANNELS", "4"),
+         ("NCCL_P2P_NET_CHUNKSIZE", "524288"), ("NCCL_P2P_PCI_CHUNKSIZE", "524288"),
+         ("NCCL_P2P_NVL_CHUNKSIZE", "1048576"), ("NCCL_FASTRAK_NUM_FLOWS", "2"),
+         ("NCCL_FASTRAK_ENABLE_CONTROL_CHANNEL", "0"), ("NCCL_BUFFSIZE", "8388608"), ("NCCL_FASTRAK_USE_SNAP", "1"),
+         ("NCCL_FASTRAK_USE_LLCM", "1"), ("NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", "/dev/aperture_devices"),
+         ("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"), ("NCCL_NET_GDR_LEVEL", "PIX"),
+         ("NCCL_FASTRAK_ENABLE_HOTPATH_LOGGING", "0"), ("NCCL_TUNER_PLUGIN", "libnccl-tuner.so"),
+         ("NCCL_TUNER_CONFIG_PATH", f"{_GKE_LIB}/a3plus_tuner_config.textproto"),
+         ("NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE", f"{_GKE_LIB}/a3plus_guest_config.textproto"),
+         ("NCCL_FASTRAK_PLUGIN_ACCEPT_TIMEOUT_MS", "600000"), ("NCCL_NVLS_ENABLE", "0"), ("NCCL_DEBUG", "INFO")),
+    needs_managed_driver=True,
+    gpudirect=GpuDirect(
+        installer="nccl-tcpxo-installer",
+        installer_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1",
+        accelerator="nvidia-h100-mega-80gb",
+        rxdm_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14",
+        rxdm_container="tcpxo-daemon",
+        rxdm_command=("/bin/sh", "-c", "set -ex\nchmod 755 /fts/entrypoint_rxdm_container.sh\n"
+                      "/fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr"),
+        rxdm_capabilities=("NET_ADMIN", "NET_BIND_SERVICE"),
+        rxdm_volumes=(("nvidia-install-dir-host", "/home/kubernetes/bin/nvidia", "/usr/local/nvidia"),
+                      ("sys", "/sys", "/hostsysfs"), ("proc-sys", "/proc/sys", "/hostprocsysfs")),
+        workload_volumes=(("libraries", "/home/kubernetes/bin/nvidia/lib64", _GKE_LIB),
+                          ("aperture-devices", "/dev/aperture_devices", "/dev/aperture_devices")),
+        extra_devices=("/dev/dmabuf_import_helper",),
+        test_binary="/third_party/nccl-tests-mpi/build/all_reduce_perf",
+        mtu=8244, subnet_offset=64, llcm=True),
+)
 
 _K8S_EFFECTS = {"NoSchedule": "NoSchedule", "PreferNoSchedule": "PreferNoSchedule", "NoExecute": "NoExecute"}
 _API_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
@@ -675,6 +774,10 @@ PROFILES: dict[str, CloudProfile] = {
         zone_pattern="{region}-[a-z]",
         # GKE allows at most 1000 nodes per node pool zone.
         max_pool_nodes=1000,
+        # A3 High (TCPX, 4 GPU NICs) and A3 Mega (TCPXO, 8) pools get one VPC per GPU NIC, multi-networking, compact
+        # placement, the NCCL plugin installer and the NRI device injector (gcp_fabric, gpu/gpudirect); A3 Ultra and
+        # A4 (RDMA over RoCE) are not attached.
+        fabrics={"gpudirect-tcpx": _TCPX, "gpudirect-tcpxo": _TCPXO},
         # GKE labels the VMs of A3 Ultra and A4 (the RDMA types) with their reservation block, sub-block and host
         # (Google Cloud AI Hypercomputer, schedule-gke-workloads-tas); A3 High/Mega nodes are not documented to get them.
         network_topology=NetworkTopology(

@@ -1,5 +1,5 @@
-"""gpuPools[].fabric: which fast inter-node fabric a GPU pool's nodes get (EFA on EKS, InfiniBand on AKS), resolved
-from the catalog."""
+"""gpuPools[].fabric: which fast inter-node fabric a GPU pool's nodes get (EFA on EKS, InfiniBand on AKS, GPUDirect
+TCPX/TCPXO on GKE, RDMA on OKE), resolved from the catalog."""
 from __future__ import annotations
 
 from typing import Any
@@ -13,8 +13,8 @@ NONE = "none"
 
 
 def read_fabric(sec: Section, instance, workload: str | None, prof: CloudProfile | None,
-                problems: Problems, *, min_nodes: int | None = None, max_nodes: int | None = None,
-                capacity_type: str | None = None, shared: bool = False) -> str | None:
+                problems: Problems, *, driver: str | None = None, min_nodes: int | None = None,
+                max_nodes: int | None = None, capacity_type: str | None = None, shared: bool = False) -> str | None:
     """The pool's fabric: `none` or one of the cloud's fabric names; None after reporting a problem.
 
     `auto` attaches the fabric the catalog gives the instance type, on training pools only: inference and
@@ -28,8 +28,9 @@ def read_fabric(sec: Section, instance, workload: str | None, prof: CloudProfile
         return value if value != AUTO else NONE
     kind = instance.interconnect
     attachable = kind in prof.fabrics and instance.fabric_interfaces > 0
+    wrong_driver = attachable and prof.fabrics[kind].needs_managed_driver and driver not in (None, "managed")
     if value == AUTO:
-        if not (attachable and instance.fabric_on_auto and workload == "training"):
+        if not (attachable and instance.fabric_on_auto and workload == "training") or wrong_driver:
             return NONE
         why = _capacity_problem(prof.fabrics[kind], min_nodes, max_nodes, capacity_type)
         if why:
@@ -37,6 +38,7 @@ def read_fabric(sec: Section, instance, workload: str | None, prof: CloudProfile
                 problems.warn(sec.at("fabric"), f"auto leaves {instance.name} without {kind}: {why}; set fabric: "
                                                 f"none to silence this, or fix it and set fabric: {kind}")
             return NONE
+        _placement_warning(sec, prof, kind, max_nodes, problems)
         return kind
     if kind != value:
         problems.add(sec.at("fabric"), f"{instance.name} has no {value} (catalog interconnect: {kind or 'none'}); "
@@ -47,11 +49,27 @@ def read_fabric(sec: Section, instance, workload: str | None, prof: CloudProfile
                                        f"{prof.service} nodes cannot be given {value}; allowed for it: "
                                        f"{AUTO}, {NONE}")
         return None
+    if wrong_driver:
+        problems.add(sec.at("fabric"), f"{value} works with {prof.service}'s own GPU driver only (its NCCL plugin "
+                                       f"installer writes next to it); set driver: managed, or fabric to one of: "
+                                       f"{AUTO}, {NONE}")
+        return None
     why = _capacity_problem(prof.fabrics[value], min_nodes, max_nodes, capacity_type)
     if why:
         problems.add(sec.at("fabric"), f"{value}: {why}; or use fabric: {NONE} (or {AUTO})")
         return None
+    _placement_warning(sec, prof, value, max_nodes, problems)
     return value
+
+
+def _placement_warning(sec: Section, prof: CloudProfile, fabric: str, max_nodes: int | None,
+                       problems: Problems) -> None:
+    """Fabric pools get compact placement; past the cloud's compact size the pool may not get all its nodes."""
+    gpudirect = prof.fabrics[fabric].gpudirect if fabric in prof.fabrics else None
+    if gpudirect and max_nodes is not None and max_nodes > gpudirect.placement_max_nodes:
+        problems.warn(sec.at("maxNodes"), f"{fabric} pools get {prof.service} compact placement, which places at "
+                                          f"most {gpudirect.placement_max_nodes} nodes close together; past that "
+                                          f"scale-ups may fail: split the pool or lower maxNodes")
 
 
 def warn_peer_memory(sec: Section, fabric: str | None, driver: str | None, prof: CloudProfile | None,

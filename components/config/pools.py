@@ -91,8 +91,9 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
             problems.add(sec.at("name"), f"{name!r} becomes {prof.service} pool name {cloud_name!r}, which must match "
                                          f"{prof.pool_naming.pattern}")
     topology = sec.bool("topology", default(GpuPool, "topology"))
-    fabric = read_fabric(sec, instance, workload, prof, problems, min_nodes=min_nodes, max_nodes=max_nodes,
-                         capacity_type=capacity_type, shared=bool(sharing and sharing.mode != "none"))
+    fabric = read_fabric(sec, instance, workload, prof, problems, driver=driver, min_nodes=min_nodes,
+                         max_nodes=max_nodes, capacity_type=capacity_type,
+                         shared=bool(sharing and sharing.mode != "none"))
     warn_peer_memory(sec, fabric, driver, prof, problems)
     provisioning = sec.str("provisioning", default(GpuPool, "provisioning"), choices=PROVISIONING)
     if None in (name, instance, max_nodes, min_nodes, capacity_type, workload, driver, sharing, topology,

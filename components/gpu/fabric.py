@@ -1,5 +1,6 @@
-"""The device plugin of each fast fabric the GPU pools use (EFA on EKS, InfiniBand on AKS through the NVIDIA Network
-Operator, RDMA on OKE through the RDMA shared device plugin), so pods can request its interfaces."""
+"""What makes each fast fabric the GPU pools use reachable from pods: a device plugin (EFA on EKS), the NVIDIA
+Network Operator (InfiniBand on AKS), the RDMA shared device plugin (RDMA on OKE), or, for GKE GPUDirect, which has
+no device plugin, its NIC networks, NCCL plugin installer and NRI injector (gpu/gpudirect)."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,6 +13,7 @@ from components.clouds.profiles import Fabric, profile
 from components.config.model import PlatformConfig
 from components.gpu.network_operator import NetworkOperator
 from components.gpu.fabric_daemonset import daemonset_plugin
+from components.gpu.gpudirect import GpuDirectFabrics
 
 
 def tolerations(config: PlatformConfig, fabric: str) -> list[dict[str, str]]:
@@ -32,8 +34,8 @@ def plugin_values(config: PlatformConfig, fabric: Fabric) -> dict[str, Any]:
 
 
 class FabricDevicePlugins(pulumi.ComponentResource):
-    """What makes each fabric in use usable in pods (a device plugin chart, the Network Operator, or a plugin
-    DaemonSet); nothing when no pool has one."""
+    """Per fabric in use: its device plugin chart, the Network Operator, a plugin DaemonSet, or GpuDirectFabrics for
+    GKE GPUDirect; nothing when no pool has a fabric."""
 
     TYPE = "gpu-platform:gpu:FabricDevicePlugins"
 
@@ -43,9 +45,16 @@ class FabricDevicePlugins(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, {"fabrics": used}, opts)
         self.releases: dict[str, helm.Release] = {}
         self.daemonsets: dict[str, Any] = {}
+        direct = [prof.fabrics[kind] for kind in used if prof.fabrics[kind].gpudirect]
+        if direct:
+            # GKE GPUDirect has no device plugin: NICs reach pods through multi-networking (gpu/gpudirect).
+            nics = {p.fabric: p.instance.fabric_interfaces for p in config.gpu_pools if p.fabric in prof.fabrics}
+            GpuDirectFabrics(f"{name}-gpudirect", config, direct, nics, opts=pulumi.ResourceOptions(parent=self))
         for kind in used:
             fabric = prof.fabrics[kind]
             child = pulumi.ResourceOptions(parent=self)
+            if fabric.gpudirect:
+                continue
             if fabric.installer == "network-operator":
                 self.releases[kind] = NetworkOperator(f"{name}-{kind}", config, fabric, tolerations(config, kind),
                                                       opts=child).release

@@ -36,7 +36,17 @@ REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
         "nodeConfig.reservationAffinity", "nodeConfig.oauthScopes", "nodeConfig.serviceAccount",
         "nodeConfig.metadata", "nodeConfig.localSsdCount", "nodeConfig.minCpuPlatform",
         "nodeConfig.shieldedInstanceConfig",
+        # resource_container_node_pool.go: placement_policy and network_config.additional_node_network_configs are
+        # ForceNew (GKE: compact placement and node networks cannot be added to an existing pool); nodeConfig.gvnic
+        # is ForceNew in the node_config.go versions read here (some newer ones update it in place).
+        "placementPolicy", "networkConfig.additionalNodeNetworkConfigs", "nodeConfig.gvnic",
     ),
+    # Compute API: a VPC's name and subnet mode, a subnet's name, network and region, and a firewall rule's name and
+    # network are fixed at creation (terraform-provider-google marks them ForceNew; not re-read from the schema here).
+    # A VPC's MTU is listed too: the GPU NIC VPCs are created with it, and no provider version read here updates it.
+    "gcp:compute/network:Network": ("name", "project", "autoCreateSubnetworks", "mtu"),
+    "gcp:compute/subnetwork:Subnetwork": ("name", "project", "network", "region"),
+    "gcp:compute/firewall:Firewall": ("name", "project", "network"),
     # pulumi-azure-native#3655 makes vmSize and gpuInstanceProfile replace an AgentPool ("You can't change the VM
     # size of a node pool after you create it", AKS manage-node-pools limitations); the path parameters name the
     # pool; spot priority, eviction policy, max price, OS type and GPU driver cannot change on an existing pool
