@@ -57,12 +57,18 @@ def check_pool(config: PlatformConfig, pool: GpuPool, nodes: int) -> None:
 
 
 def pick_team(config: PlatformConfig, pool: GpuPool, name: str | None) -> Team:
-    """The team whose queue admits the Job: the one named, else the first with quota on the pool."""
+    """The team whose queue admits the Job: the one named, else the first with quota on the pool whose namespace
+    admits the fabric's pods (GKE GPUDirect's need Pod Security privileged)."""
     with_quota = [t for t in config.teams if t.quotas.get(pool.name)]
+    fabric = profile(config.cloud).fabrics.get(pool.fabric)
+    needed = fabric.pod_security if fabric else "baseline"
+    admits = [t for t in with_quota if needed == "baseline" or t.pod_security == needed]
     if name is None:
         if not with_quota:
             raise ManifestError(f"no team has quota on pool {pool.name!r}; give --team")
-        return with_quota[0]
+        if not admits:
+            raise ManifestError(_refused(pool, needed, with_quota))
+        return admits[0]
     team = next((t for t in config.teams if t.name == name), None)
     if team is None:
         raise ManifestError(f"--team {name!r} is not a team of this stack; teams: "
@@ -70,7 +76,15 @@ def pick_team(config: PlatformConfig, pool: GpuPool, name: str | None) -> Team:
     if team not in with_quota:
         raise ManifestError(f"team {name!r} has no quota on pool {pool.name!r}; teams with quota: "
                             f"{', '.join(t.name for t in with_quota) or '(none)'}")
+    if team not in admits:
+        raise ManifestError(_refused(pool, needed, [team]))
     return team
+
+
+def _refused(pool: GpuPool, needed: str, teams: list[Team]) -> str:
+    return (f"{pool.fabric} pods mount host paths and add NET_ADMIN, which Pod Security {teams[0].pod_security} "
+            f"refuses in {', '.join(repr(t.name) for t in teams)}; set teams[].podSecurity: {needed} on the team "
+            "that trains on the pool (GPU014 then needs an exemption, docs/fabric.md), or test another team")
 
 
 def environment(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
@@ -112,17 +126,6 @@ def script(job: str, service: str, nodes: int, gpus: int, env: dict[str, str], b
         f"for h in {workers}; do ssh $h touch /tmp/done || true; done",
         "exit $rc",
     ])
-
-
-def notes(config: PlatformConfig, pool: GpuPool, team: Team) -> list[str]:
-    """What the reader must know before applying the manifest, printed to standard error."""
-    fabric = profile(config.cloud).fabrics.get(pool.fabric)
-    if not (fabric and fabric.gpudirect):
-        return []
-    return [f"{pool.fabric}: the pods mount host paths (the node's NCCL plugin, /sys, /proc/sys) and their "
-            f"{fabric.gpudirect.rxdm_container} sidecar adds {', '.join(fabric.gpudirect.rxdm_capabilities)}, which "
-            f"Pod Security baseline (enforced on team namespaces) refuses: they start only once namespace "
-            f"{team.name!r} enforces privileged (docs/fabric.md, GKE section)"]
 
 
 def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,

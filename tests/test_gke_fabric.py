@@ -19,6 +19,7 @@ from gpu_platform import nccl_manifest
 from gpu_platform.cli import main
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import validate_stack
+from conftest import ROOT
 from gke_network_crds import SCHEMAS as GKE_SCHEMAS
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -282,13 +283,30 @@ def test_nccl_test_uses_the_gpu_nics(machine, fabric):
     assert command.count("-x LD_LIBRARY_PATH") == 1
 
 
-def test_nccl_test_command_notes_the_pod_security_level(capsys):
+def test_nccl_test_runs_in_a_team_whose_pod_security_admits_gpudirect(capsys):
+    # gcp-prod: research (podSecurity privileged, GPU014 exempted in the stack file) is picked, search is refused.
     assert main(["nccl-test", "gcp-prod", "--pool", "h100-train"]) == 0
     captured = capsys.readouterr()
-    assert yaml.safe_load_all(captured.out)
-    assert "note: gpudirect-tcpx:" in captured.err and "baseline" in captured.err and "'research'" in captured.err
-    assert main(["nccl-test", "aws-prod", "--pool", "h100-train"]) == 0
-    assert capsys.readouterr().err == ""
+    (job,) = [o for o in yaml.safe_load_all(captured.out) if o["kind"] == "Job"]
+    assert job["metadata"]["namespace"] == "research" and captured.err == ""
+    assert main(["nccl-test", "gcp-prod", "--pool", "h100-train", "--team", "search"]) == 2
+    err = capsys.readouterr().err
+    assert "Pod Security baseline refuses in 'search'" in err and "teams[].podSecurity: privileged" in err
+    assert "Traceback" not in err
+
+
+def test_a_gpudirect_pool_no_team_can_use_is_warned_and_nccl_test_refused(tmp_path, capsys):
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.gcp-prod.yaml").read_text())
+    for team in stack["config"]["gpu-platform:teams"]:
+        team.pop("podSecurity", None)
+    del stack["config"]["gpu-platform:policy"]
+    path = tmp_path / "Pulumi.gcp-prod.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    config = validate_stack(None, path)[3]
+    (warning,) = [w for w in config.warnings if w.startswith("gpuPools[0].fabric: ")]
+    assert "gpudirect-tcpx pods need Pod Security privileged" in warning and "(research, search)" in warning
+    assert main(["nccl-test", "--file", str(path), "--pool", "h100-train"]) == 2
+    assert "refuses in 'research', 'search'" in capsys.readouterr().err
 
 
 def test_turning_the_fabric_on_replaces_only_the_fabric_pool():

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION
-from components.config import validate
+from components.config import ConfigError, validate
 from components.scheduling.frameworks import BUILT_IN, FRAMEWORKS
 from components.scheduling.priorities import CEILING_POLICY, TEMPLATE_PRIORITY_PATHS, uses_forbidden
 from components.tenancy.isolation import PRIVATE_V4, network_policies, team_pod_security
@@ -48,15 +48,36 @@ def test_team_namespaces_enforce_baseline_and_audit_restricted_at_the_cluster_mi
     for team in teams_of(stack):
         labels = namespaces(plan)[team["name"]]["labels"]
         assert {k: v for k, v in labels.items() if k.startswith(PSA)} == {
-            f"{PSA}/enforce": "baseline", f"{PSA}/enforce-version": version,
+            f"{PSA}/enforce": team.get("podSecurity", "baseline"), f"{PSA}/enforce-version": version,
             f"{PSA}/audit": "restricted", f"{PSA}/audit-version": version,
             f"{PSA}/warn": "restricted", f"{PSA}/warn-version": version}
 
 
 def test_pod_security_version_follows_the_cluster_version(raw):
     raw["cluster"]["kubernetesVersion"] = "1.32"
-    labels = team_pod_security(validate(raw))
+    config = validate(raw)
+    labels = team_pod_security(config, config.teams[0])
     assert {labels[f"{PSA}/{mode}-version"] for mode in ("enforce", "audit", "warn")} == {"v1.32"}
+
+
+def test_pod_security_level_is_per_team_and_privileged_is_warned(raw):
+    raw["teams"] = [{**raw["teams"][0], "podSecurity": "restricted"},
+                    *({**t, "podSecurity": "privileged"} for t in raw["teams"][1:])]
+    config = validate(raw)
+    assert [team_pod_security(config, t)[f"{PSA}/enforce"] for t in config.teams] == [
+        "restricted", *["privileged"] * (len(config.teams) - 1)]
+    assert all(team_pod_security(config, t)[f"{PSA}/audit"] == "restricted" for t in config.teams)
+    warned = [w for w in config.warnings if ".podSecurity: " in w]
+    assert [w.split(":")[0] for w in warned] == [f"teams[{i}].podSecurity" for i in range(1, len(config.teams))]
+    assert all("GPU014 fails the namespace unless an exemption" in w for w in warned)
+
+
+def test_unknown_pod_security_level_lists_the_allowed(raw):
+    raw["teams"] = [{**raw["teams"][0], "podSecurity": "none"}, *raw["teams"][1:]]
+    with pytest.raises(ConfigError) as exc:
+        validate(raw)
+    (problem,) = [p for p in exc.value.problems if p.path == "teams[0].podSecurity"]
+    assert "allowed: baseline, restricted, privileged" in problem.message
 
 
 def test_platform_namespaces_say_what_they_allow_and_are_not_team_namespaces():

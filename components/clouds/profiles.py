@@ -111,6 +111,8 @@ class Fabric:
     gpudirect: "GpuDirect | None" = None
     # The fabric works only with the cloud's own GPU driver (driver: managed); `auto` leaves other pools at none.
     needs_managed_driver: bool = False
+    # The Pod Security level pods using the fabric need (GKE GPUDirect: host paths and NET_ADMIN, so privileged).
+    pod_security: str = "baseline"
 
 
 @dataclass(frozen=True)
@@ -503,6 +505,8 @@ _TCPX = Fabric(
          ("NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS", "500000"),
          ("NCCL_DEBUG", "INFO")),
     needs_managed_driver=True,
+    # The RxDM sidecar mounts /sys and /proc/sys and adds NET_ADMIN; the workload mounts the node's NCCL plugin.
+    pod_security="privileged",
     gpudirect=GpuDirect(
         installer="nccl-tcpx-installer",
         installer_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
@@ -537,6 +541,7 @@ _TCPXO = Fabric(
          ("NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE", f"{_GKE_LIB}/a3plus_guest_config.textproto"),
          ("NCCL_FASTRAK_PLUGIN_ACCEPT_TIMEOUT_MS", "600000"), ("NCCL_NVLS_ENABLE", "0"), ("NCCL_DEBUG", "INFO")),
     needs_managed_driver=True,
+    pod_security="privileged",
     gpudirect=GpuDirect(
         installer="nccl-tcpxo-installer",
         installer_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1",

@@ -17,6 +17,8 @@ DRIVER_OWNERS = ("managed", "operator")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 PRIORITIES = ("critical", "high", "normal", "low")
 EGRESS = ("internet", "none")
+# Pod Security levels a team namespace may enforce: baseline by default; privileged only where a fabric needs it.
+POD_SECURITY_LEVELS = ("baseline", "restricted", "privileged")
 # How a pool's nodes are obtained: its autoscaler as pods wait, or all at once for an admitted Kueue workload
 # (GKE Dynamic Workload Scheduler, flex-start with queued provisioning).
 PROVISIONING = ("autoscaler", "queued")  # what a team's pods may reach beyond the cluster (teams[].egress)
@@ -176,6 +178,7 @@ class Team:
     principals: tuple[str, ...] = ()  # cloud identities put in `groups` where the cloud needs the mapping (EKS)
     reclaim: bool = False  # the reclaimer may take back this team's idle GPUs (observability.reclaim)
     egress: str = "internet"  # public addresses only, or nothing outside the cluster but DNS
+    pod_security: str = "baseline"  # the Pod Security level its namespace enforces (POD_SECURITY_LEVELS)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from components.config.pools import (
     cloud_pool_checks, one_gpu_operator, read_pools, scale_from_zero_warnings, spot_warnings,
 )
 from components.config.teams import (
-    RESERVED_NAMESPACES, read_scheduler, read_teams, reclaim_opt_ins, team_principal_checks,
+    RESERVED_NAMESPACES, fabric_pod_security, read_scheduler, read_teams, reclaim_opt_ins, team_principal_checks,
     team_quota_rules,
 )
 from components.config.cron import cron_problem
@@ -72,6 +72,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
         team_group_rules(cluster, teams, prof, problems)
     if prof:
         queued_checks(pool_items, pools, prof, scheduler, problems)
+        fabric_pod_security(pool_items, pools, teams, prof, problems)
     spot_warnings(pools, production, problems)
     team_quota_rules(pool_items, pools, scheduler, teams, prof, production, problems)
     scale_from_zero_warnings(pool_items, pools, prof, problems)

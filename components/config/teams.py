@@ -9,7 +9,9 @@ from components.clouds.profiles import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
-from components.config.model import EGRESS, PRIORITIES, Gang, GpuPool, Observability, Scheduler, Team, default
+from components.config.model import (
+    EGRESS, POD_SECURITY_LEVELS, PRIORITIES, Gang, GpuPool, Observability, Scheduler, Team, default,
+)
 from components.config.training import read_frameworks
 from components.scheduling.kinds import KINDS, SCHEDULERS
 
@@ -41,7 +43,7 @@ def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: 
     for i, item in enumerate(items):
         path = join("teams", i)
         sec = Section(item, path, problems, ("name", "quotas", "borrowingLimit", "lendingLimit", "priority", "groups",
-                                             "principals", "reclaim", "egress"))
+                                             "principals", "reclaim", "egress", "podSecurity"))
         name = sec.str("name", pattern=DNS1123_LABEL, what=f"{DNS1123_WHAT}: it becomes the team's namespace")
         if name in RESERVED_NAMESPACES or (name or "").startswith("kube-"):
             problems.add(sec.at("name"), f"{name!r} is a reserved namespace; reserved: "
@@ -60,7 +62,14 @@ def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: 
             principals=tuple(dict.fromkeys(sec.str_list("principals"))),
             reclaim=bool(sec.bool("reclaim", default(Team, "reclaim"))),
             egress=sec.str("egress", default(Team, "egress"), choices=EGRESS) or default(Team, "egress"),
+            pod_security=sec.str("podSecurity", default(Team, "pod_security"), choices=POD_SECURITY_LEVELS)
+            or default(Team, "pod_security"),
         )
+        if team.pod_security == "privileged":
+            problems.warn(sec.at("podSecurity"), "privileged lets this team's pods run privileged containers with "
+                                                 "host paths and host networking on its nodes; policy GPU014 fails "
+                                                 "the namespace unless an exemption with a reason names it "
+                                                 "(docs/tenancy.md)")
         teams.append(team)
     return teams
 
@@ -189,3 +198,22 @@ def team_principal_checks(teams: list[Team], prof: CloudProfile | None, adopted:
         if not team.groups:
             problems.add(join(join("teams", i), "groups"), f"is required with principals: {spec.doc}, and the "
                                                            "team's RoleBinding grants those groups")
+
+
+def fabric_pod_security(pool_items: list[Any], pools: list[GpuPool], teams: list[Team], prof: CloudProfile,
+                        problems: Problems) -> None:
+    """A pool whose fabric's pods need a looser Pod Security level than every team with quota on it enforces: the
+    fabric is built, and no team's pods can use it."""
+    index = name_index(pool_items)
+    for pool in pools:
+        fabric = prof.fabrics.get(pool.fabric)
+        if not fabric or fabric.pod_security == "baseline" or pool.name not in index:
+            continue
+        users = [t for t in teams if t.quotas.get(pool.name)]
+        if users and not any(t.pod_security == fabric.pod_security for t in users):
+            problems.warn(join(join("gpuPools", index[pool.name]), "fabric"),
+                          f"{pool.fabric} pods need Pod Security {fabric.pod_security}, and no team with quota on "
+                          f"{pool.name!r} ({', '.join(t.name for t in users)}) sets podSecurity: "
+                          f"{fabric.pod_security}: their jobs there run over the pod network; set it on the team that "
+                          "trains there, or fabric: none on the pool (docs/fabric.md)")
+

@@ -41,8 +41,10 @@ def pod_security_labels(version: str, enforce: str = ENFORCED, audit: str = AUDI
             f"{PSA}/warn": audit, f"{PSA}/warn-version": pinned}
 
 
-def team_pod_security(config: PlatformConfig) -> dict[str, str]:
-    return pod_security_labels(config.cluster.kubernetes_version)
+def team_pod_security(config: PlatformConfig, team: Team) -> dict[str, str]:
+    """The team's enforced level (teams[].podSecurity, baseline unless a fabric needs more); audit and warn stay
+    restricted, so what the team's pods would need to tighten keeps being reported."""
+    return pod_security_labels(config.cluster.kubernetes_version, enforce=team.pod_security)
 
 
 def privileged_namespace_labels() -> dict[str, str]:

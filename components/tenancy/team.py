@@ -76,7 +76,7 @@ class TeamArgs:
         """The args the stack program passes for one configured team."""
         return cls(team=team.name, priority=team.priority, gpu_quota=quota_hard(config, team),
                    groups=list(team.groups), egress=team.egress,
-                   labels={**namespace_labels(team), **team_pod_security(config)}, annotations=annotations,
+                   labels={**namespace_labels(team), **team_pod_security(config, team)}, annotations=annotations,
                    network_policies=network_policies(config, team), protect=config.protected)
 
 

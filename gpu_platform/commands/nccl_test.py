@@ -2,7 +2,6 @@
 GPU pool, as YAML for `kubectl apply -f -`."""
 from __future__ import annotations
 
-import sys
 
 import yaml
 
@@ -21,7 +20,7 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from gpu_platform.engine.plan import validate_stack
-    from gpu_platform.nccl_manifest import ManifestError, manifest, notes, pick_team, ssh_key_pair
+    from gpu_platform.nccl_manifest import ManifestError, manifest, pick_team, ssh_key_pair
 
     _, path, _, config = validate_stack(args.stack, args.file)
     pool = next((p for p in config.gpu_pools if p.name == args.pool), None)
@@ -34,6 +33,4 @@ def run(args) -> int:
     except ManifestError as exc:
         raise UsageError(str(exc)) from None
     write_output(yaml.safe_dump_all(objects, sort_keys=False), args.out)
-    for note in notes(config, pool, team):
-        print(f"note: {note}", file=sys.stderr)
     return 0
