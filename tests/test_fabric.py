@@ -35,8 +35,9 @@ def errors(overrides, stack="aws-prod"):
     return {p.path: p.message for p in exc.value.problems}
 
 
-def one(plan, type_, name):
-    matches = [r for r in plan.resources if r.type == type_ and r.name == name]
+def one(plan, type_, name=None):
+    """The one planned resource of `type_` (named `name`)."""
+    matches = [r for r in plan.of_type(type_) if name is None or r.name == name]
     assert len(matches) == 1, f"{type_} {name}: {[r.name for r in plan.of_type(type_)]}"
     return matches[0]
 

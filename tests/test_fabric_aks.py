@@ -16,6 +16,7 @@ from components.config import ConfigError, validate
 from components.gpu.operator import operator_values
 from gpu_platform.cli import main
 from gpu_platform.engine import plan_stack
+from test_fabric import errors as fabric_errors, one
 from gpu_platform.engine.plan import PROJECT_ROOT, read_stack_config
 from gpu_platform.engine.replacements import replace_paths, value_at
 from test_gpu_conformance import chart_values, cluster_policy_validator, cluster_policy_view, key_paths
@@ -50,15 +51,7 @@ def pools(*items, stack_teams=True):
 
 
 def errors(overrides):
-    with pytest.raises(ConfigError) as exc:
-        plan_stack("azure-prod", config_overrides=overrides)
-    return {p.path: p.message for p in exc.value.problems}
-
-
-def one(plan, type_, name=None):
-    matches = [r for r in plan.of_type(type_) if name is None or r.name == name]
-    assert len(matches) == 1, f"{type_} {name}: {[r.name for r in plan.of_type(type_)]}"
-    return matches[0]
+    return fabric_errors(overrides, stack="azure-prod")
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ import yaml
 
 from components.catalog.oci import INSTANCE_TYPES as OCI_TYPES
 from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, PROFILES
-from components.config import ConfigError
 from gpu_platform.cli import main
 from gpu_platform.engine import plan_stack
+from test_fabric import errors as fabric_errors, one
 from gpu_platform.engine.plan import PROJECT_ROOT, Plan, read_stack_config
 from gpu_platform.engine.replacements import replace_paths
 from gpu_platform.policy.runner import evaluate
@@ -49,15 +49,7 @@ def rdma_overrides(*pools, extras: bool = True) -> dict:
 
 
 def errors(overrides) -> dict[str, str]:
-    with pytest.raises(ConfigError) as exc:
-        plan_stack("oci-prod", config_overrides=overrides)
-    return {p.path: p.message for p in exc.value.problems}
-
-
-def one(plan, type_, name):
-    matches = [r for r in plan.resources if r.type == type_ and r.name == name]
-    assert len(matches) == 1, f"{type_} {name}: {[r.name for r in plan.of_type(type_)]}"
-    return matches[0]
+    return fabric_errors(overrides, stack="oci-prod")
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ import pytest
 
 from gpu_platform.cli import main
 from gpu_platform.engine import plan_stack
+from test_policy_endpoints import entry
 from policy_fixtures import TODAY, UNKNOWN, assert_undecided, drop, ids, inputs, load, notes, run
 from policies.rules import RULES
 
@@ -18,12 +19,6 @@ NAMESPACE = "kubernetes:core/v1:Namespace"
 TEAM = "gpu-platform:tenancy:Team"
 GKE = "gcp:container/cluster:Cluster"
 REASON = "Calico is installed by the network team's own program (NET-212), outside this stack"
-
-
-def entry(type_: str, name: str, inputs_: dict) -> dict:
-    return {"custom": True, "inputs": inputs_, "name": name, "type": type_, "parent": "",
-            "urn": f"urn:pulumi:dev::gpu-platform::{type_}::{name}",
-            "options": {"dependsOn": [], "ignoreChanges": [], "protect": False}}
 
 
 def with_cluster(type_: str, inputs_: dict) -> dict:
