@@ -191,6 +191,8 @@ def test_gpu_pods_must_be_gated_or_pinned_to_their_teams_pools(kind):
     assert "object.spec.initContainers" in variables["containers"]
     assert variables["gpu"].count('r.startsWith("nvidia.com/")') == 2
     assert "c.resources.limits" in variables["gpu"] and "c.resources.requests" in variables["gpu"]
+    # So does any fabric NIC in use (aws-prod's EFA pool): Kueue does not count them, so a NIC-only pod is held too.
+    assert variables["nics"].count('r in ["vpc.amazonaws.com/efa"]') == 2
     assert variables["gated"] == "has(object.spec.schedulingGates) && size(object.spec.schedulingGates) > 0"
     assert variables["pool"] == ('has(object.spec.nodeSelector) && "gpu-platform.io/pool" in object.spec.nodeSelector'
                                  ' ? object.spec.nodeSelector["gpu-platform.io/pool"] : ""')
@@ -198,9 +200,17 @@ def test_gpu_pods_must_be_gated_or_pinned_to_their_teams_pools(kind):
     assert variables["becomesSchedulable"] == ('request.operation == "CREATE" || (has(oldObject.spec.schedulingGates) '
                                                "&& size(oldObject.spec.schedulingGates) > 0)")
     (rule,) = spec["validations"]
-    assert rule["expression"] == ("!variables.gpu || variables.gated || !variables.becomesSchedulable || "
-                                  "variables.pool in variables.pools")
+    assert rule["expression"] == ("!(variables.gpu || variables.nics) || variables.gated || "
+                                  "!variables.becomesSchedulable || variables.pool in variables.pools")
     assert rule["reason"] == "Forbidden" and "teams[].quotas" in rule["message"]
+
+
+@pytest.mark.parametrize("stack, nics", [("aws-dev", []), ("azure-prod", ["rdma/ib"]), ("gcp-prod", [])])
+def test_fabric_nics_a_pod_may_not_take_outside_its_pools(stack, nics):
+    spec, _ = pool_policy(planned(stack, "kueue"))
+    variables = {v["name"]: v["expression"] for v in spec["variables"]}
+    # GKE GPUDirect NICs come through multi-networking, not a requested resource: nothing to list there.
+    assert variables["nics"].count(f"r in {json.dumps(nics)}") == 2
 
 
 def test_the_pool_table_is_every_pool_a_team_has_a_share_of(raw):

@@ -331,6 +331,13 @@ def test_gang_off_drops_wait_for_pods_ready_and_recovery_has_its_own_timeout(raw
     assert (wait["timeout"], wait["recoveryTimeout"]) == ("1200s", "300s")
 
 
+@pytest.mark.parametrize("stack", STACKS)
+def test_no_excluded_resource_prefix_hides_a_gpu_from_quota(stack):
+    # Kueue skips every resource a prefix matches: an empty one (GKE GPUDirect has no NIC resource) matched them all.
+    prefixes = manager_conf(planned(stack, "kueue"))["resources"]["excludeResourcePrefixes"]
+    assert all(prefixes) and not any(p.startswith("nvidia.com") or "nvidia.com/gpu".startswith(p) for p in prefixes)
+
+
 def test_queue_management_is_confined_to_team_namespaces():
     conf = manager_conf(planned("aws-prod", "kueue"))
     assert conf["manageJobsWithoutQueueName"] is True

@@ -47,7 +47,9 @@ def fabric_resources(config: PlatformConfig) -> list[str]:
     """The fabric NICs pools advertise (vpc.amazonaws.com/efa, rdma/ib): quota is counted in GPUs, and a Workload
     asking for a resource no ClusterQueue covers is never admitted, so Kueue leaves them to the kubelet."""
     fabrics = profile(config.cloud).fabrics
-    return sorted({fabrics[p.fabric].resource for p in config.gpu_pools if p.fabric in fabrics})
+    # GKE GPUDirect's NICs are no resource (multi-networking); an empty name would be a prefix of every resource.
+    return sorted({fabrics[p.fabric].resource for p in config.gpu_pools
+                   if p.fabric in fabrics and fabrics[p.fabric].resource})
 
 
 def manager_config(config: PlatformConfig) -> dict[str, Any]:

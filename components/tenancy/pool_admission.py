@@ -9,6 +9,8 @@ requesting any `nvidia.com/*` resource must either still be held by a scheduling
 gates pods until it admits them, and nothing schedules a gated pod) or carry a `gpu-platform.io/pool` nodeSelector
 naming one of the team's pools (`teams[].quotas`). It is checked when a pod becomes schedulable (created ungated,
 or its last gate removed); the kubelet re-checks the nodeSelector, so `spec.nodeName` does not escape it either.
+The same holds for a pod requesting a fabric's NICs (`vpc.amazonaws.com/efa`, `rdma/ib`, ...) without GPUs: Kueue
+does not count them, and a NIC-only pod on another team's node would leave that node's GPUs without their fabric.
 
 Why not per-pool resource names (device-plugin renaming): the device plugin renames only shared (time-sliced or
 MPS) resources, and renamed resources break every job spec and chart that asks for `nvidia.com/gpu`.
@@ -24,6 +26,7 @@ import pulumi_kubernetes.meta.v1 as meta
 
 from components.clouds.labels import POOL_LABEL
 from components.config.model import PlatformConfig
+from components.scheduling.kueue import fabric_resources
 
 POLICY = "gpu-platform-gpu-pools"
 GPU_PREFIX = "nvidia.com/"  # whole GPUs, shared replicas and every MIG profile
@@ -42,6 +45,11 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
     def asks_gpu(field: str) -> str:
         return f"(has(c.resources.{field}) && c.resources.{field}.exists(r, r.startsWith({json.dumps(GPU_PREFIX)})))"
 
+    nics = json.dumps(fabric_resources(config))
+
+    def asks_nics(field: str) -> str:
+        return f"(has(c.resources.{field}) && c.resources.{field}.exists(r, r in {nics}))"
+
     variables = [
         {"name": "teamPools", "expression": table},
         {"name": "team", "expression": f"namespaceObject.metadata.labels[{json.dumps(team_label)}]"},
@@ -52,6 +60,8 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
                                              "object.spec.initContainers : [])"},
         {"name": "gpu", "expression": f"variables.containers.exists(c, has(c.resources) && "
                                       f"({asks_gpu('limits')} || {asks_gpu('requests')}))"},
+        {"name": "nics", "expression": f"variables.containers.exists(c, has(c.resources) && "
+                                       f"({asks_nics('limits')} || {asks_nics('requests')}))"},
         {"name": "gated", "expression": "has(object.spec.schedulingGates) && size(object.spec.schedulingGates) > 0"},
         # A pod becomes schedulable at creation or when its last gate is removed; an ungated pod's nodeSelector is
         # immutable, so later updates (labels, annotations) of running pods have nothing new to check.
@@ -70,10 +80,10 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
         },
         "variables": variables,
         "validations": [{
-            "expression": "!variables.gpu || variables.gated || !variables.becomesSchedulable || "
+            "expression": "!(variables.gpu || variables.nics) || variables.gated || !variables.becomesSchedulable || "
                           "variables.pool in variables.pools",
-            "message": f"a GPU pod in a team namespace must be admitted by the team's queue or carry nodeSelector "
-                       f"{POOL_LABEL} naming one of the team's pools (teams[].quotas)",
+            "message": f"a GPU or fabric NIC pod in a team namespace must be admitted by the team's queue or carry "
+                       f"nodeSelector {POOL_LABEL} naming one of the team's pools (teams[].quotas)",
             "reason": "Forbidden",
         }],
     }
