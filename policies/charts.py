@@ -17,6 +17,8 @@ from policies.props import get
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 GPU_OPERATOR = "gpu-operator"
+KUEUE = "kueue"
+KUEUE_MANAGER_CONFIG = "managerConfig.controllerManagerConfigYaml"  # the Configuration, as YAML text
 KUBE_PROMETHEUS_STACK = "kube-prometheus-stack"
 _MISSING = object()
 

@@ -8,8 +8,8 @@ from policies.graph import Graph
 from policies.props import get, items, mapping
 from policies.rule import Pending, Report, stack_rule
 
-KUEUE, VOLCANO = "kueue", "volcano"
-KUEUE_CONFIG = "managerConfig.controllerManagerConfigYaml"
+KUEUE, VOLCANO = charts.KUEUE, "volcano"
+KUEUE_CONFIG = charts.KUEUE_MANAGER_CONFIG
 VOLCANO_CONFIG = "custom.scheduler_config_override"
 # The volcano chart's own scheduler conf (v1.15.1) enables gang in its first tier.
 VOLCANO_DEFAULT_PLUGINS = {"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion",
