@@ -200,8 +200,9 @@ def test_gpu_pods_must_be_gated_or_pinned_to_their_teams_pools(kind):
     assert variables["becomesSchedulable"] == ('request.operation == "CREATE" || (has(oldObject.spec.schedulingGates) '
                                                "&& size(oldObject.spec.schedulingGates) > 0)")
     (rule,) = spec["validations"]
-    assert rule["expression"] == ("!(variables.gpu || variables.nics) || variables.gated || "
+    assert rule["expression"] == ("!(variables.gpu || variables.nics || variables.hostAccess) || variables.gated || "
                                   "!variables.becomesSchedulable || variables.pool in variables.pools")
+    assert variables["hostAccess"] == "variables.team in []"  # aws-prod has no privileged team
     assert rule["reason"] == "Forbidden" and "teams[].quotas" in rule["message"]
 
 
@@ -211,6 +212,14 @@ def test_fabric_nics_a_pod_may_not_take_outside_its_pools(stack, nics):
     variables = {v["name"]: v["expression"] for v in spec["variables"]}
     # GKE GPUDirect NICs come through multi-networking, not a requested resource: nothing to list there.
     assert variables["nics"].count(f"r in {json.dumps(nics)}") == 2
+
+
+def test_every_pod_of_a_privileged_team_is_held_to_its_pools():
+    # gcp-prod's research runs GPUDirect pods at podSecurity privileged: none of its pods may reach the system pool.
+    spec, _ = pool_policy(planned("gcp-prod", "kueue"))
+    variables = {v["name"]: v["expression"] for v in spec["variables"]}
+    assert variables["hostAccess"] == 'variables.team in ["research"]'
+    assert "variables.hostAccess" in spec["validations"][0]["expression"]
 
 
 def test_the_pool_table_is_every_pool_a_team_has_a_share_of(raw):

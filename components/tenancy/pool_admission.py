@@ -11,6 +11,9 @@ naming one of the team's pools (`teams[].quotas`). It is checked when a pod beco
 or its last gate removed); the kubelet re-checks the nodeSelector, so `spec.nodeName` does not escape it either.
 The same holds for a pod requesting a fabric's NICs (`vpc.amazonaws.com/efa`, `rdma/ib`, ...) without GPUs: Kueue
 does not count them, and a NIC-only pod on another team's node would leave that node's GPUs without their fabric.
+And for every pod of a team whose namespace enforces Pod Security `privileged` (`teams[].podSecurity`, GKE
+GPUDirect): such a pod can own the node it runs on, so it may run only on the team's own pools, never on the system
+pool whose nodes hold the platform's credentials.
 
 Why not per-pool resource names (device-plugin renaming): the device plugin renames only shared (time-sliced or
 MPS) resources, and renamed resources break every job spec and chart that asks for `nvidia.com/gpu`.
@@ -46,6 +49,7 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
         return f"(has(c.resources.{field}) && c.resources.{field}.exists(r, r.startsWith({json.dumps(GPU_PREFIX)})))"
 
     nics = json.dumps(fabric_resources(config))
+    host_access = json.dumps(sorted(t.name for t in config.teams if t.pod_security == "privileged"))
 
     def asks_nics(field: str) -> str:
         return f"(has(c.resources.{field}) && c.resources.{field}.exists(r, r in {nics}))"
@@ -62,6 +66,8 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
                                       f"({asks_gpu('limits')} || {asks_gpu('requests')}))"},
         {"name": "nics", "expression": f"variables.containers.exists(c, has(c.resources) && "
                                        f"({asks_nics('limits')} || {asks_nics('requests')}))"},
+        # A privileged team's every pod: it may mount the host and run privileged (teams[].podSecurity).
+        {"name": "hostAccess", "expression": f"variables.team in {host_access}"},
         {"name": "gated", "expression": "has(object.spec.schedulingGates) && size(object.spec.schedulingGates) > 0"},
         # A pod becomes schedulable at creation or when its last gate is removed; an ungated pod's nodeSelector is
         # immutable, so later updates (labels, annotations) of running pods have nothing new to check.
@@ -80,10 +86,11 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
         },
         "variables": variables,
         "validations": [{
-            "expression": "!(variables.gpu || variables.nics) || variables.gated || !variables.becomesSchedulable || "
-                          "variables.pool in variables.pools",
-            "message": f"a GPU or fabric NIC pod in a team namespace must be admitted by the team's queue or carry "
-                       f"nodeSelector {POOL_LABEL} naming one of the team's pools (teams[].quotas)",
+            "expression": "!(variables.gpu || variables.nics || variables.hostAccess) || variables.gated || "
+                          "!variables.becomesSchedulable || variables.pool in variables.pools",
+            "message": f"a GPU or fabric NIC pod in a team namespace, and every pod of a privileged team, must be "
+                       f"admitted by the team's queue or carry nodeSelector {POOL_LABEL} naming one of the team's "
+                       f"pools (teams[].quotas)",
             "reason": "Forbidden",
         }],
     }
