@@ -33,8 +33,9 @@ def join_policy(name: str, cluster: ce.Cluster, cluster_name: str, compartment: 
     """The right of this compartment's instances to join this one cluster ({CLUSTER_JOIN}, OKE self-managed nodes).
 
     Self-managed nodes authenticate as instance principals, which a policy can only name through a dynamic group.
-    A dynamic group rule cannot single out a cluster network's instances (no attribute names an instance pool), so it
-    matches the compartment; the policy then grants nothing but joining this cluster.
+    A dynamic group rule cannot single out a cluster network's instances (no attribute names an instance pool; a
+    defined tag could, at the cost of a tenancy-wide tag namespace, docs/oci.md), so it matches the compartment; the
+    policy then grants nothing but joining this cluster.
     """
     group = identity.DynamicGroup(
         f"{name}-rdma-nodes", compartment_id=tenancy, name=f"{cluster_name}-rdma-nodes",
