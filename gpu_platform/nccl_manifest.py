@@ -141,15 +141,11 @@ def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,
     if fabric and fabric.resource:
         # A shared plugin hands every HCA to the pod for one unit; EFA counts one unit per interface.
         limits[fabric.resource] = str(fabric.pod_units or pool.instance.fabric_interfaces)
-    # GKE GPUDirect: the NICs come through multi-networking and an RxDM sidecar, and the test runs Google's image,
-    # which has nccl-tests built against the plugin the installer put on the node.
+    # GKE GPUDirect: the NICs come through multi-networking and an RxDM sidecar.
     direct = workload_pod(fabric, pool.instance.gpus, pool.instance.fabric_interfaces) \
         if fabric and fabric.gpudirect else None
-    if direct:
-        image, binary = fabric.gpudirect.installer_image, fabric.gpudirect.test_binary
-    else:
-        image = fabric.nccl_test_image if fabric and fabric.nccl_test_image else IMAGE
-        binary = fabric.nccl_test_binary if fabric and fabric.nccl_test_binary else ALL_REDUCE_PERF
+    image = fabric.nccl_test_image if fabric and fabric.nccl_test_image else IMAGE
+    binary = fabric.nccl_test_binary if fabric and fabric.nccl_test_binary else ALL_REDUCE_PERF
     private, public = key_pair
     ssh_config = f"Host *\n  Port {SSH_PORT}\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-ssh", "namespace": ns, "labels": labels},

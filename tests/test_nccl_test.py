@@ -63,9 +63,12 @@ def test_manifest_is_valid_kubernetes_on_the_pools_nodes(stack, pool_name, capsy
     assert pod["tolerations"] == [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
                                   for t in pool_taints(pool, prof)]
     container = pod["containers"][0]
-    direct = prof.fabrics[pool.fabric].gpudirect if pool.fabric in prof.fabrics else None
-    image = direct.installer_image if direct else IMAGE
+    fabric = prof.fabrics.get(pool.fabric)
+    direct = fabric.gpudirect if fabric else None
+    image = (fabric.nccl_test_image if fabric else "") or IMAGE
     assert container["image"] == image and ":latest" not in image
+    if direct:  # Google's installer image carries nccl-tests built against the plugin it installs
+        assert image == direct.installer_image
     env = {e["name"]: e["value"] for e in container["env"]}
     expected = {"nvidia.com/gpu": str(pool.instance.gpus)}
     if pool.fabric == "efa":
@@ -80,7 +83,7 @@ def test_manifest_is_valid_kubernetes_on_the_pools_nodes(stack, pool_name, capsy
         assert env["NCCL_NET"] == "Socket" and "FI_PROVIDER" not in env
     assert container["resources"]["limits"] == container["resources"]["requests"] == expected
     command = container["command"][2]
-    binary = direct.test_binary if direct else "/opt/nccl-tests/build/all_reduce_perf"
+    binary = (fabric.nccl_test_binary if fabric else "") or "/opt/nccl-tests/build/all_reduce_perf"
     assert f"-np {2 * pool.instance.gpus} " in command and binary in command
     assert all(f"-x {name}" in command for name in env)
     assert secret["stringData"]["authorized_keys"] == secret["stringData"]["id_ed25519.pub"]

@@ -103,7 +103,8 @@ class Fabric:
     # The fabric's nodes get their labels from the kubelet's --node-labels (self-managed nodes), which the
     # NodeRestriction admission plugin limits in the kubernetes.io and k8s.io domains.
     labels_via_kubelet: bool = False
-    # The NCCL test image with this fabric's transport and its all_reduce_perf path ("": the default EFA image).
+    # The NCCL test image with this fabric's transport and its all_reduce_perf path ("": the default EFA image;
+    # GKE GPUDirect's is its NCCL plugin installer image, which carries nccl-tests built against the plugin).
     nccl_test_image: str = ""
     nccl_test_binary: str = ""
     # A fabric without a device plugin (resource and chart empty) reaches pods another way: on GKE through
@@ -131,7 +132,6 @@ class GpuDirect:
     rxdm_volumes: tuple[tuple[str, str, str], ...]  # (volume, hostPath, mountPath in the sidecar)
     workload_volumes: tuple[tuple[str, str, str], ...]  # (volume, hostPath or "" for emptyDir, mountPath in NCCL pods)
     extra_devices: tuple[str, ...]  # device nodes the sidecar needs besides /dev/nvidia*
-    test_binary: str  # all_reduce_perf inside installer_image
     mtu: int  # of every GPU NIC VPC
     subnet_offset: int  # third octet where this fabric's /20 GPU NIC subnets start in 192.168.0.0/16
     # TCPXO's low-latency control messages need the NICs' aperture devices exposed on the host first.
@@ -492,6 +492,9 @@ _OCI_RDMA = Fabric(
 # modules/compute/gke-node-pool/gpu_direct.tf pairs them: TCPX plugin v3.1.9 with RxDM v2.0.12, TCPXO plugin
 # v1.0.8-1 with RxDM v1.0.14). The NICs are eth1..ethN in pods (networking.gke.io/interfaces), eth0 the pod network.
 _GKE_LIB = "/usr/local/nvidia/lib64"  # where pods mount the node's /home/kubernetes/bin/nvidia/lib64 (plugin + NCCL)
+_TCPX_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9"
+_TCPXO_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1"
+_GPUDIRECT_ALL_REDUCE = "/third_party/nccl-tests-mpi/build/all_reduce_perf"
 _TCPX = Fabric(
     name="gpudirect-tcpx", resource="", chart="", repository="", version="", namespace="kube-system",
     env=(("LD_LIBRARY_PATH", _GKE_LIB), ("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_CROSS_NIC", "0"),
@@ -507,9 +510,10 @@ _TCPX = Fabric(
     needs_managed_driver=True,
     # The RxDM sidecar mounts /sys and /proc/sys and adds NET_ADMIN; the workload mounts the node's NCCL plugin.
     pod_security="privileged",
+    nccl_test_image=_TCPX_PLUGIN, nccl_test_binary=_GPUDIRECT_ALL_REDUCE,
     gpudirect=GpuDirect(
         installer="nccl-tcpx-installer",
-        installer_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
+        installer_image=_TCPX_PLUGIN,
         accelerator="nvidia-h100-80gb",
         rxdm_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
         rxdm_container="tcpx-daemon",
@@ -523,7 +527,6 @@ _TCPX = Fabric(
         # NCCL reaches the RxDM through its Unix socket in the shared emptyDir, mounted at /tmp as upstream does.
         workload_volumes=(("libraries", "/home/kubernetes/bin/nvidia/lib64", _GKE_LIB), ("tcpx-socket", "", "/tmp")),
         extra_devices=(),
-        test_binary="/third_party/nccl-tests-mpi/build/all_reduce_perf",
         mtu=8244, subnet_offset=0),
 )
 _TCPXO = Fabric(
@@ -542,9 +545,10 @@ _TCPXO = Fabric(
          ("NCCL_FASTRAK_PLUGIN_ACCEPT_TIMEOUT_MS", "600000"), ("NCCL_NVLS_ENABLE", "0"), ("NCCL_DEBUG", "INFO")),
     needs_managed_driver=True,
     pod_security="privileged",
+    nccl_test_image=_TCPXO_PLUGIN, nccl_test_binary=_GPUDIRECT_ALL_REDUCE,
     gpudirect=GpuDirect(
         installer="nccl-tcpxo-installer",
-        installer_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1",
+        installer_image=_TCPXO_PLUGIN,
         accelerator="nvidia-h100-mega-80gb",
         rxdm_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14",
         rxdm_container="tcpxo-daemon",
@@ -556,7 +560,6 @@ _TCPXO = Fabric(
         workload_volumes=(("libraries", "/home/kubernetes/bin/nvidia/lib64", _GKE_LIB),
                           ("aperture-devices", "/dev/aperture_devices", "/dev/aperture_devices")),
         extra_devices=("/dev/dmabuf_import_helper",),
-        test_binary="/third_party/nccl-tests-mpi/build/all_reduce_perf",
         mtu=8244, subnet_offset=64, llcm=True),
 )
 
