@@ -8,7 +8,7 @@ from typing import Any
 
 from components.clouds.labels import POOL_LABEL, pool_taints
 from components.clouds.profiles import profile
-from components.config.model import GpuPool, PlatformConfig, Team
+from components.config.model import GpuPool, PlatformConfig, Team, looser_pod_security, pod_security_admits
 from components.gpu.gpudirect import workload_pod
 from components.scheduling.kinds import scheduler_kind
 from components.scheduling.kueue import LOCAL_QUEUE
@@ -24,6 +24,8 @@ SSH_PORT = 2222  # not 22: nothing else on the pod network expects it, and no pr
 SSH_DIR = "/etc/nccl-ssh"
 # 8 bytes to 8 GiB, doubling: small sizes show latency, large ones bus bandwidth.
 SIZES = ("-b", "8", "-e", "8G", "-f", "2", "-g", "1", "-c", "1", "-n", "20")
+# The test's pods run sshd as root, which `restricted` refuses.
+POD_SECURITY = "baseline"
 
 
 class ManifestError(Exception):
@@ -58,11 +60,11 @@ def check_pool(config: PlatformConfig, pool: GpuPool, nodes: int) -> None:
 
 def pick_team(config: PlatformConfig, pool: GpuPool, name: str | None) -> Team:
     """The team whose queue admits the Job: the one named, else the first with quota on the pool whose namespace
-    admits the fabric's pods (GKE GPUDirect's need Pod Security privileged)."""
+    admits the test's pods (root sshd; GKE GPUDirect's also need Pod Security privileged)."""
     with_quota = [t for t in config.teams if t.quotas.get(pool.name)]
     fabric = profile(config.cloud).fabrics.get(pool.fabric)
-    needed = fabric.pod_security if fabric else "baseline"
-    admits = [t for t in with_quota if needed == "baseline" or t.pod_security == needed]
+    needed = looser_pod_security(POD_SECURITY, fabric.pod_security) if fabric else POD_SECURITY
+    admits = [t for t in with_quota if pod_security_admits(t.pod_security, needed)]
     if name is None:
         if not with_quota:
             raise ManifestError(f"no team has quota on pool {pool.name!r}; give --team")
@@ -82,9 +84,10 @@ def pick_team(config: PlatformConfig, pool: GpuPool, name: str | None) -> Team:
 
 
 def _refused(pool: GpuPool, needed: str, teams: list[Team]) -> str:
-    return (f"{pool.fabric} pods mount host paths and add NET_ADMIN, which Pod Security {teams[0].pod_security} "
-            f"refuses in {', '.join(repr(t.name) for t in teams)}; set teams[].podSecurity: {needed} on the team "
-            "that trains on the pool (GPU014 then needs an exemption, docs/fabric.md), or test another team")
+    why, after = ((f"{pool.fabric} pods mount host paths and add NET_ADMIN", " (GPU014 then needs an exemption, "
+                   "docs/fabric.md)") if needed == "privileged" else ("the test's pods run sshd as root", ""))
+    return (f"{why}, which Pod Security {teams[0].pod_security} refuses in {', '.join(repr(t.name) for t in teams)}; "
+            f"set teams[].podSecurity: {needed} on the team that trains on the pool{after}, or test another team")
 
 
 def environment(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:

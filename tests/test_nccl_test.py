@@ -8,6 +8,7 @@ import yaml
 
 from components.clouds.labels import pool_taints
 from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, profile
+from conftest import ROOT
 from gpu_platform.cli import main
 from gpu_platform.engine.plan import validate_stack
 from gpu_platform import nccl_manifest
@@ -145,3 +146,15 @@ def test_bad_pool_lists_the_pools(capsys):
 ])
 def test_refused_with_exit_2(argv, message, capsys):
     assert message in refused(capsys, *argv)
+
+
+def test_a_restricted_team_is_skipped_or_refused_its_pods_run_sshd_as_root(tmp_path, capsys):
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.aws-prod.yaml").read_text())
+    stack["config"]["gpu-platform:teams"][0]["podSecurity"] = "restricted"  # research, first with h100-train quota
+    path = tmp_path / "Pulumi.aws-prod.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    objects = manifest(capsys, "--file", str(path), "--pool", "h100-train")
+    assert {o["metadata"]["namespace"] for o in objects} == {"applied"}  # the next team whose level admits them
+    err = refused(capsys, "--file", str(path), "--pool", "h100-train", "--team", "research")
+    assert "the test's pods run sshd as root, which Pod Security restricted refuses in 'research'" in err
+    assert "teams[].podSecurity: baseline" in err and "GPU014" not in err

@@ -19,6 +19,17 @@ PRIORITIES = ("critical", "high", "normal", "low")
 EGRESS = ("internet", "none")
 # Pod Security levels a team namespace may enforce: baseline by default; privileged only where a fabric needs it.
 POD_SECURITY_LEVELS = ("baseline", "restricted", "privileged")
+_STRICTEST_FIRST = ("restricted", "baseline", "privileged")  # each admits every pod the ones before it admit
+
+
+def pod_security_admits(level: str, needed: str) -> bool:
+    """Whether a namespace enforcing Pod Security `level` admits pods that need `needed`."""
+    return _STRICTEST_FIRST.index(level) >= _STRICTEST_FIRST.index(needed)
+
+
+def looser_pod_security(*levels: str) -> str:
+    """The least strict of `levels`: what pods needing each of them need together."""
+    return max(levels, key=_STRICTEST_FIRST.index)
 # How a pool's nodes are obtained: its autoscaler as pods wait, or all at once for an admitted Kueue workload
 # (GKE Dynamic Workload Scheduler, flex-start with queued provisioning).
 PROVISIONING = ("autoscaler", "queued")  # what a team's pods may reach beyond the cluster (teams[].egress)

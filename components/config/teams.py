@@ -11,6 +11,7 @@ from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
 from components.config.model import (
     EGRESS, POD_SECURITY_LEVELS, PRIORITIES, Gang, GpuPool, Observability, Scheduler, Team, default,
+    pod_security_admits,
 )
 from components.config.training import read_frameworks
 from components.scheduling.kinds import KINDS, SCHEDULERS
@@ -207,10 +208,12 @@ def fabric_pod_security(pool_items: list[Any], pools: list[GpuPool], teams: list
     index = name_index(pool_items)
     for pool in pools:
         fabric = prof.fabrics.get(pool.fabric)
-        if not fabric or fabric.pod_security == "baseline" or pool.name not in index:
+        # Only fabrics that need more than the default level: a team's stricter choice is its own.
+        if not fabric or pod_security_admits(default(Team, "pod_security"), fabric.pod_security) or \
+                pool.name not in index:
             continue
         users = [t for t in teams if t.quotas.get(pool.name)]
-        if users and not any(t.pod_security == fabric.pod_security for t in users):
+        if users and not any(pod_security_admits(t.pod_security, fabric.pod_security) for t in users):
             problems.warn(join(join("gpuPools", index[pool.name]), "fabric"),
                           f"{pool.fabric} pods need Pod Security {fabric.pod_security}, and no team with quota on "
                           f"{pool.name!r} ({', '.join(t.name for t in users)}) sets podSecurity: "
