@@ -17,7 +17,7 @@ from components.gpu.operator import operator_values
 from gpu_platform.cli import main
 from gpu_platform.engine import plan_stack
 from test_fabric import errors as fabric_errors, one
-from gpu_platform.engine.plan import PROJECT_ROOT, read_stack_config
+from gpu_platform.engine.plan import PROJECT_ROOT, read_stack_config, validate_stack
 from gpu_platform.engine.replacements import replace_paths, value_at
 from test_gpu_conformance import chart_values, cluster_policy_validator, cluster_policy_view, key_paths
 from test_gpu_values import raw_config
@@ -259,7 +259,7 @@ def test_nccl_test_on_an_infiniband_pool_takes_every_nic_with_nccl_on_ib(capsys)
     assert env == dict(IB.env) and env["NCCL_NET"] == "IB"
     command = container["command"][2]
     assert "-np 24 " in command and all(f"-x {name}" in command for name in env)
-    config = plan_stack("azure-prod").config
+    config = validate_stack("azure-prod")[3]
     pool = next(p for p in config.gpu_pools if p.name == "h100-train")
     assert pod["tolerations"] == [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
                                   for t in pool_taints(pool, PROFILES["azure"])]

@@ -24,7 +24,7 @@ from components.gpu.operands import operands
 from conftest import STACKS, UPSTREAM, strict_schema
 from gke_network_crds import SCHEMAS as GKE_NETWORK_SCHEMAS
 from gpu_platform.engine import plan_stack
-from gpu_platform.engine.plan import read_stack_config, stack_path
+from gpu_platform.engine.plan import read_stack_config, stack_path, validate_stack
 from helm import Helm, chart_package, extract_helm, parse
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -343,7 +343,7 @@ GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
 
 def gke_operator_driver_overrides(stack: str) -> dict:
     """The stack with every GPU pool's driver owned by the GPU Operator (GKE's other supported path)."""
-    pools = plan_stack(stack).config.gpu_pools
+    pools = validate_stack(stack)[3].gpu_pools
     raw = yaml.safe_load((Path(__file__).resolve().parents[1] / "stacks" / f"Pulumi.{stack}.yaml").read_text())
     gpu_pools = [{**p, "driver": "operator"} for p in raw["config"]["gpu-platform:gpuPools"]]
     assert len(gpu_pools) == len(pools)

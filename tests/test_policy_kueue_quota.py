@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from conftest import STACKS
-from gpu_platform.engine import plan_stack
 from policy_fixtures import TODAY, UNKNOWN, assert_undecided, drop, ids, inputs, load, notes, run
 from policies.rules import RULES
+from test_policy_stacks import base_plan
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 REASON = "GPU quota moves to the new accounting service this sprint (PLAT-77), Kueue only gangs until then"
@@ -50,7 +50,7 @@ FAILING = [
 def test_fixture_and_every_kueue_stack_pass():
     assert ids(run(load("aws-prod"), "GPU017")) == []
     for stack in STACKS:
-        report = run(plan_stack(stack).to_json(), "GPU017", environment=None)
+        report = run(base_plan(stack), "GPU017", environment=None)
         assert ids(report) == [], stack
 
 
