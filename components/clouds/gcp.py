@@ -15,6 +15,7 @@ from components.clouds.profiles import CloudProfile, profile
 from components.clouds.zonal import initial_per_zone
 from components.config.model import Cluster, GpuPool, PlatformConfig
 from components.config.provisioning import NAP_KEY
+from components.gpu import gpudirect
 
 NODE_CIDR = "10.0.0.0/20"
 POD_RANGE, POD_CIDR = "pods", "10.16.0.0/14"  # a /24 per node: room for ~1000 nodes
@@ -134,8 +135,7 @@ class GkeCluster(PlatformCluster):
         self._nic_networks = {
             kind: gcp_fabric.nic_networks(name, cluster.name, project, cluster.region, prof.fabrics[kind],
                                           nics, pulumi.ResourceOptions(parent=self))
-            for kind, nics in sorted({p.fabric: p.instance.fabric_interfaces for p in config.gpu_pools
-                                      if p.fabric in prof.fabrics and prof.fabrics[p.fabric].gpudirect}.items())}
+            for kind, nics in gpudirect.nic_counts(config).items()}
         gke = container.Cluster(
             f"{name}-gke",
             name=cluster.name,

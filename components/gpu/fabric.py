@@ -13,7 +13,7 @@ from components.clouds.profiles import Fabric, profile
 from components.config.model import PlatformConfig
 from components.gpu.network_operator import NetworkOperator
 from components.gpu.fabric_daemonset import daemonset_plugin
-from components.gpu.gpudirect import GpuDirectFabrics
+from components.gpu.gpudirect import GpuDirectFabrics, nic_counts
 
 
 def tolerations(config: PlatformConfig, fabric: str) -> list[dict[str, str]]:
@@ -45,11 +45,9 @@ class FabricDevicePlugins(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, {"fabrics": used}, opts)
         self.releases: dict[str, helm.Release] = {}
         self.daemonsets: dict[str, Any] = {}
-        direct = [prof.fabrics[kind] for kind in used if prof.fabrics[kind].gpudirect]
-        if direct:
+        if nic_counts(config):
             # GKE GPUDirect has no device plugin: NICs reach pods through multi-networking (gpu/gpudirect).
-            nics = {p.fabric: p.instance.fabric_interfaces for p in config.gpu_pools if p.fabric in prof.fabrics}
-            GpuDirectFabrics(f"{name}-gpudirect", config, direct, nics, opts=pulumi.ResourceOptions(parent=self))
+            GpuDirectFabrics(f"{name}-gpudirect", config, opts=pulumi.ResourceOptions(parent=self))
         for kind in used:
             fabric = prof.fabrics[kind]
             child = pulumi.ResourceOptions(parent=self)

@@ -16,7 +16,7 @@ import pulumi_kubernetes.meta.v1 as meta
 from pulumi_kubernetes.apiextensions import CustomResource
 
 from components.clouds.labels import FABRIC_LABEL
-from components.clouds.profiles import Fabric
+from components.clouds.profiles import Fabric, profile
 from components.config.model import PlatformConfig
 
 API = "networking.gke.io/v1"
@@ -44,6 +44,13 @@ if [ -d /dev/aperture_devices ]; then
     chmod a+rw /dev/aperture_devices/*/resource*
 fi
 """
+
+
+def nic_counts(config: PlatformConfig) -> dict[str, int]:
+    """GPU NICs per GPUDirect fabric the pools use, by fabric name (each fabric is one machine type's)."""
+    fabrics = profile(config.cloud).fabrics
+    return dict(sorted({p.fabric: p.instance.fabric_interfaces for p in config.gpu_pools
+                        if p.fabric in fabrics and fabrics[p.fabric].gpudirect}.items()))
 
 
 def short(fabric: str) -> str:
@@ -146,8 +153,9 @@ class GpuDirectFabrics(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:gpu:GpuDirectFabrics"
 
-    def __init__(self, name: str, config: PlatformConfig, fabrics: list[Fabric], nics: dict[str, int],
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
+        nics = nic_counts(config)
+        fabrics = [profile(config.cloud).fabrics[kind] for kind in nics]
         super().__init__(self.TYPE, name, {"fabrics": [f.name for f in fabrics]}, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.networks: list[str] = []
