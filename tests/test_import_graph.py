@@ -8,7 +8,7 @@ blocks. The layering, bottom to top, as the code stands:
    (`components.scheduling.kinds`, only `components.context` for a type).
 2. The stack config (`components.config.*`): reads only the fact tables above plus the few pure helpers it
    validates against (`components.clouds` package lookup, `clouds.labels`, `clouds.zonal`,
-   `scheduling.frameworks`); never a component module that creates resources.
+   `scheduling.framework_catalog`); never a component module that creates resources.
 3. Components (`components.<area>.*`): may import the config, the tables and each other, never `gpu_platform`.
 4. The program (`components.program`): the only importer of the layer modules (`components.<area>.layer`).
 5. `gpu_platform.engine` (runs the program offline) < `gpu_platform.policy`, `gpu_platform.simulator` (read
@@ -32,7 +32,7 @@ PACKAGES = ("components", "gpu_platform")
 CLOUD_SDKS = ("pulumi_aws", "pulumi_azure_native", "pulumi_gcp", "pulumi_oci")
 FACT_TABLES = ("components.catalog", "components.clouds.profiles", "components.scheduling.kinds")
 CONFIG_MAY_IMPORT = (*FACT_TABLES, "components.config", "components.clouds.labels", "components.clouds.zonal",
-                     "components.scheduling.frameworks")
+                     "components.scheduling.framework_catalog")
 
 
 def _module_name(path: Path) -> str:

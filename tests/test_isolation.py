@@ -11,7 +11,7 @@ import yaml
 
 from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION
 from components.config import ConfigError, validate
-from components.scheduling.frameworks import BUILT_IN, FRAMEWORKS
+from components.scheduling.framework_catalog import BUILT_IN, FRAMEWORKS
 from components.scheduling.priorities import CEILING_POLICY, TEMPLATE_PRIORITY_PATHS, uses_forbidden
 from components.tenancy.isolation import PRIVATE_V4, network_policies, team_pod_security
 from components.tenancy.pool_admission import POLICY as POOL_POLICY, team_pools

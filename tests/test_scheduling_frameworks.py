@@ -11,7 +11,7 @@ import yaml
 
 from components.config import validate
 from components.config.model import GPU_TAINT
-from components.scheduling import frameworks, kueue, topology
+from components.scheduling import framework_catalog, frameworks, kueue, topology
 from conftest import ROOT, upstream
 from gpu_platform.engine import plan_stack
 from test_scheduling_config import problems
@@ -78,7 +78,7 @@ def test_frameworks_default_to_none_and_install_in_catalog_order():
 def test_no_frameworks_no_operator_and_only_built_in_integrations():
     plan = plan_stack("aws-prod")
     assert not any(r.type == frameworks.Frameworks.TYPE for r in plan.resources)
-    assert manager_conf(plan)["integrations"]["frameworks"] == list(frameworks.BUILT_IN)
+    assert manager_conf(plan)["integrations"]["frameworks"] == list(framework_catalog.BUILT_IN)
 
 
 def test_each_framework_is_a_pinned_release_in_its_own_namespace(full):
@@ -123,7 +123,7 @@ def test_operator_pods_tolerate_nothing_so_they_stay_off_gpu_nodes(full):
 
 def test_kueue_integrations_are_exactly_what_is_installed(full):
     conf = manager_conf(full)["integrations"]["frameworks"]
-    assert conf == [*frameworks.BUILT_IN, "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob",
+    assert conf == [*framework_catalog.BUILT_IN, "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob",
                     "leaderworkerset.x-k8s.io/leaderworkerset", "ray.io/rayjob", "ray.io/raycluster",
                     "ray.io/rayservice"]
     only_ray = manager_conf(plan_stack("aws-prod", config_overrides=with_frameworks(["kuberay"])))
@@ -133,7 +133,7 @@ def test_kueue_integrations_are_exactly_what_is_installed(full):
 def test_every_integration_name_is_one_the_kueue_0_19_config_api_lists():
     text = upstream("kueue/config/kueue-config.v1beta2.md").read_text()
     documented = set(re.findall(r"<li>&quot;([\w./-]+)&quot;</li>", text))
-    names = {*frameworks.BUILT_IN, *(i for f in frameworks.FRAMEWORKS.values() for i in f.integrations)}
+    names = {*framework_catalog.BUILT_IN, *(i for f in framework_catalog.FRAMEWORKS.values() for i in f.integrations)}
     assert names <= documented, names - documented
 
 
@@ -184,7 +184,7 @@ def gpu_limit(spec: dict) -> int:
 def test_there_is_one_example_per_framework():
     kinds = {yaml.safe_load(p.read_text())["kind"] for p in EXAMPLES}
     assert kinds == set(KIND_FRAMEWORK)
-    assert set(KIND_FRAMEWORK.values()) == set(frameworks.FRAMEWORKS)
+    assert set(KIND_FRAMEWORK.values()) == set(framework_catalog.FRAMEWORKS)
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
@@ -192,7 +192,7 @@ def test_example_is_queued_asks_for_gpus_and_matches_the_plan(path: Path, full):
     doc = yaml.safe_load(path.read_text())
     kind = doc["kind"]
     assert doc["apiVersion"] == API_VERSIONS[kind]
-    framework = frameworks.FRAMEWORKS[KIND_FRAMEWORK[kind]]
+    framework = framework_catalog.FRAMEWORKS[KIND_FRAMEWORK[kind]]
     assert set(framework.integrations) & set(manager_conf(full)["integrations"]["frameworks"])
     # queued in the team's LocalQueue, in a team namespace of the stack
     assert doc["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == kueue.LOCAL_QUEUE

@@ -29,3 +29,12 @@ def test_plan_and_check_import_only_the_stacks_cloud(stack, cloud):
     loaded = set(json.loads(out.stdout.splitlines()[-1]))
     assert PROVIDERS[cloud] in loaded
     assert not loaded & (set(PROVIDERS.values()) - {PROVIDERS[cloud]})
+
+
+def test_validating_a_stack_loads_no_pulumi_sdk():
+    # `gpu-platform validate` only reads the config: the SDKs (and the job framework components) stay unloaded.
+    probe = ("import json, sys\nfrom gpu_platform.engine.plan import validate_stack\nvalidate_stack('aws-prod')\n"
+             "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True,
+                         timeout=300)
+    assert not set(json.loads(out.stdout.splitlines()[-1])) & {"pulumi", "pulumi_kubernetes", *PROVIDERS.values()}

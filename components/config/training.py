@@ -8,7 +8,7 @@ from components.clouds.profiles import CloudProfile
 from components.config.errors import Problems
 from components.config.fields import Section, join, name_index
 from components.config.model import GpuPool, Scheduler, Team
-from components.scheduling.frameworks import FRAMEWORKS
+from components.scheduling.framework_catalog import FRAMEWORKS
 from components.scheduling.kinds import KINDS
 
 

@@ -19,7 +19,7 @@ from components.clouds.labels import POOL_LABEL, pool_taints
 from components.clouds.profiles import profile
 from components.config.model import GpuPool, PlatformConfig, Team
 from components.scheduling import provisioning, topology
-from components.scheduling.frameworks import kueue_integrations
+from components.scheduling.framework_catalog import kueue_integrations
 from components.scheduling.kinds import scheduler_kind
 from components.scheduling.priorities import LEVELS
 from components.scheduling.shares import COHORT, PoolShare, has_cohort, team_shares, team_weight

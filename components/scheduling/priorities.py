@@ -58,7 +58,7 @@ def forbidden_classes(priority: str) -> list[str]:
 # item, "{}" into every map value). Kueue takes a job's priority from its pod template when the job carries no
 # Kueue priority label, and a queued Workload preempts others long before any pod (and the pod quota) exists: the
 # template has to be held to the ceiling at submission. One entry per framework Kueue integrates
-# (scheduling.frameworks: BUILT_IN and every FRAMEWORKS entry, installed or not, plus Kubeflow
+# (scheduling.framework_catalog: BUILT_IN and every FRAMEWORKS entry, installed or not, plus Kubeflow
 # MPIJob/PyTorchJob) and Volcano's own kinds; TrainJob keeps no pod template of its own (its runtime does, and
 # runtimes are cluster-scoped).
 TEMPLATE_PRIORITY_PATHS: dict[tuple[str, str], tuple[str, ...]] = {

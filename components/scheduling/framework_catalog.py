@@ -1,0 +1,64 @@
+"""The job framework catalog: each framework's pinned Helm chart and the Kueue integrations it makes real. Facts only
+(no SDK), so validating `scheduler.frameworks` loads no Pulumi; components/scheduling/frameworks.py installs them.
+
+`scheduler.frameworks` picks them; each one's Kueue integration names come from the Kueue 0.19 config reference
+(`integrations.frameworks`). Versions are the ones Kueue's go.mod builds its integrations against (a stored
+revision of it; the v0.19.2 tag's own was not at hand), or the release whose API Kueue's integration requires.
+Operator pods get no tolerations: every GPU pool is tainted, so they run on the system pool.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the config reads this catalog to validate scheduler.frameworks; only annotations name it
+    from components.config.model import PlatformConfig
+
+
+@dataclass(frozen=True)
+class Framework:
+    """One job framework: its chart, and the Kueue integrations it makes real."""
+
+    name: str  # what `scheduler.frameworks` lists
+    chart: str
+    version: str
+    namespace: str
+    integrations: tuple[str, ...]  # Kueue `integrations.frameworks` entries its CRDs serve
+    release: str = ""  # Helm release name (default: the framework name)
+    repository: str = ""  # classic Helm repository; empty for OCI charts
+    values: dict[str, Any] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()  # frameworks it runs on, which must be installed too
+
+    @property
+    def release_name(self) -> str:
+        return self.release or self.name
+
+
+FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
+    # JobSet: the multi-job gang (leader + workers) most training frameworks and GKE's TAS examples build on.
+    # 0.10.1: what Kueue's go.mod (stored revision) and Trainer 2.2's bundled JobSet both use.
+    Framework("jobset", "oci://registry.k8s.io/jobset/charts/jobset", "0.10.1", "jobset-system",
+              ("jobset.x-k8s.io/jobset",)),
+    # Kubeflow Trainer v2 (TrainJob). Kueue >= 0.17 patches TrainJobs through spec.runtimePatches, which Trainer 2.2
+    # introduced (kueue#11931); 2.3 changed that API again and reached Kueue after 0.19 (kueue#14504). Its TrainJobs
+    # run as JobSets, so our JobSet release serves it instead of the chart's bundled copy.
+    Framework("trainer", "oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.2.1", "kubeflow-system",
+              ("trainer.kubeflow.org/trainjob",), release="kubeflow-trainer",
+              values={"jobset": {"install": False}, "runtimes": {"torchDistributed": {"enabled": True}}},
+              needs=("jobset",)),
+    # LeaderWorkerSet: multi-node inference and training groups (one leader, N workers per replica).
+    Framework("leaderworkerset", "oci://registry.k8s.io/lws/charts/lws", "0.7.0", "lws-system",
+              ("leaderworkerset.x-k8s.io/leaderworkerset",), release="lws"),
+    # KubeRay: Ray clusters and jobs; Kueue manages RayJob, RayCluster and RayService.
+    Framework("kuberay", "kuberay-operator", "1.4.2", "kuberay-system",
+              ("ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice"), release="kuberay-operator",
+              repository="https://ray-project.github.io/kuberay-helm/"),
+)}
+
+# Kueue integrations that need no operator: core workloads.
+BUILT_IN = ("batch/job", "pod", "deployment", "statefulset")
+
+
+def kueue_integrations(config: PlatformConfig) -> list[str]:
+    """Kueue's `integrations.frameworks`: the built-in workloads plus what the installed frameworks serve."""
+    return [*BUILT_IN, *(i for name in config.scheduler.frameworks for i in FRAMEWORKS[name].integrations)]
