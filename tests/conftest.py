@@ -64,3 +64,17 @@ def pytest_terminal_summary(terminalreporter):
     fuzzing = sys.modules.get("fuzzing")
     for line in getattr(fuzzing, "SUMMARY", ()):
         terminalreporter.write_line(line)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cluster: runs against the real Kubernetes control plane (tests/realcluster.py)")
+
+
+@pytest.fixture(scope="session")
+def control_plane():
+    """The real control plane, built on first use: each test module asks it for a fresh cluster."""
+    from realcluster import ControlPlane
+
+    plane = ControlPlane()
+    yield plane
+    plane.close()
