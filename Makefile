@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STACK ?= aws-prod
 
-.PHONY: plan test bench clean
+.PHONY: plan test realparts bench clean
 
 $(VENV)/.installed: pyproject.toml
 	@echo "==> creating $(VENV) with $(PYTHON) (first run only)"
@@ -21,7 +21,12 @@ $(VENV)/.installed: pyproject.toml
 plan: $(VENV)/.installed
 	$(BIN)/gpu-platform plan $(STACK) && $(BIN)/gpu-platform check $(STACK)
 
-test: $(VENV)/.installed
+# The real parts the cluster and Pulumi CLI tests run (Kubernetes control plane, Kueue, Pulumi CLI and its Kubernetes
+# provider), built from their Go modules into ~/.cache/gpu-platform/realparts: tens of minutes cold, seconds warm.
+realparts:
+	tests/realparts/build
+
+test: $(VENV)/.installed realparts
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.installed
