@@ -300,14 +300,14 @@ def test_controller_role_is_scoped_to_this_cluster(plan):
     owned = "aws:ResourceTag/kubernetes.io/cluster/ml-dev"
     assert statements["AllowScopedDeletion"]["Condition"]["StringEquals"] == {owned: "owned"}
     assert (statements["AllowScopedEC2InstanceActionsWithTags"]["Condition"]["StringEquals"]
-            == {"aws:RequestTag/kubernetes.io/cluster/ml-dev": "owned"})
+            == {"aws:RequestTag/kubernetes.io/cluster/ml-dev": "owned", "aws:RequestTag/eks:eks-cluster-name": "ml-dev"})
     assert statements["AllowPassingInstanceRole"]["Resource"] == "arn:aws:iam::000000000000:role/ml-dev-node"
     assert statements["AllowAPIServerEndpointDiscovery"]["Resource"].endswith(":cluster/ml-dev")
     assert statements["AllowRegionalReadActions"]["Condition"] == {"StringEquals": {"aws:RequestedRegion": "us-west-2"}}
-    # Anything that creates, changes or deletes carries a condition; only reads and pricing run unconditioned.
+    # Anything that creates, changes or deletes carries a condition; only reads (Describe, Get, List) run unconditioned.
     for sid, statement in statements.items():
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-        writes = [a for a in actions if not a.split(":")[1].startswith(("Describe", "Get"))]
+        writes = [a for a in actions if not a.split(":")[1].startswith(("Describe", "Get", "List"))]
         if statement["Resource"] == "*" and writes:
             assert "Condition" in statement, sid
     assert not any("sqs:" in a for s in statements.values() for a in s["Action"])
