@@ -609,10 +609,10 @@ PROFILES: dict[str, CloudProfile] = {
         # Capacity Blocks (reserved pools) need Karpenter's capacityReservationSelectorTerms, not built here: they stay
         # on managed node groups, so a Karpenter stack refuses them.
         provisioner_unsupported_capacity=("reserved",),
-        # Karpenter 1.10.0 (components/autoscaling/karpenter.py) supports Kubernetes 1.29-1.35 (its compatibility
-        # matrix, as endoflife.date lists it); on a newer cluster its controller refuses to reconcile node classes
-        # ("karpenter version is not compatible with K8s version", aws/karpenter-provider-aws#7127).
-        provisioner_kubernetes_versions=("1.32", "1.33", "1.34", "1.35"),
+        # Karpenter 1.14.1 (components/autoscaling/karpenter.py) supports Kubernetes up to 1.36 (its compatibility
+        # matrix); on a newer cluster its controller refuses to reconcile node classes ("karpenter version is not
+        # compatible with K8s version", aws/karpenter-provider-aws#7127).
+        provisioner_kubernetes_versions=("1.32", "1.33", "1.34", "1.35", "1.36"),
         # EFA is built into managed node groups' launch templates (aws_fabric); the EC2NodeClasses carry none of it.
         provisioner_refuses_fabric=True,
         provisioner_fabric_note="the platform builds EFA interfaces, their security group and the cluster placement "
