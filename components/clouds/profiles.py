@@ -68,9 +68,18 @@ class NetworkTopology:
     instance_types: str  # regex of the instance types whose nodes carry every one of these labels
     caveat: str = ""  # when nodes of those types may still lack the labels, warned about on opt-in
     caveat_fabric: str = ""  # pools on this gpuPools[].fabric always carry the labels: no caveat for them
+    # A layer below `levels` that only some of those types have (their nodes carry its label too), and their regex.
+    deeper_level: str = ""
+    deeper_instance_types: str = ""
 
     def labels(self, instance_type: str) -> bool:
         return re.fullmatch(self.instance_types, instance_type) is not None
+
+    def levels_of(self, instance_type: str) -> tuple[str, ...]:
+        """The labels nodes of a labelled type carry, broadest first."""
+        if self.deeper_level and re.fullmatch(self.deeper_instance_types, instance_type):
+            return (*self.levels, self.deeper_level)
+        return self.levels
 
 
 @dataclass(frozen=True)
@@ -641,12 +650,14 @@ PROFILES: dict[str, CloudProfile] = {
         # EKS service quota "nodes per managed node group".
         max_pool_nodes=450,
         # EKS labels nodes with their EC2 instance topology network nodes (EKS user guide ml-workload-topology), on
-        # the types DescribeInstanceTopology supports (EC2 ec2-instance-topology-prerequisites); p6-b200 has a 4th
-        # layer below layer-3, left out so one Topology fits every type.
+        # the types DescribeInstanceTopology supports (EC2 ec2-instance-topology-prerequisites). p6-b200's topology
+        # has a 4th layer below layer-3, labelled on its nodes only: its pools get a Topology of their own with it, so
+        # Kueue packs a job under one layer-4 node, not just one layer-3 node.
         network_topology=NetworkTopology(
             levels=("topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
                     "topology.k8s.aws/network-node-layer-3"),
-            instance_types=r"p4de?\.24xlarge|p5e?n?\.48xlarge|p6-b200\.48xlarge|g6e\.\w+"),
+            instance_types=r"p4de?\.24xlarge|p5e?n?\.48xlarge|p6-b200\.48xlarge|g6e\.\w+",
+            deeper_level="topology.k8s.aws/network-node-layer-4", deeper_instance_types=r"p6-b200\.48xlarge"),
     ),
     "azure": CloudProfile(
         name="azure",
