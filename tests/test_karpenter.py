@@ -18,6 +18,7 @@ from components.config.provisioning import provisioner_version_check
 from conftest import ROOT, strict_schema, upstream
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config
+from helm import Helm, chart_package, extract_helm
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
@@ -362,3 +363,23 @@ def test_objects_match_the_pinned_release_crds(plan, type_, crd):
         for term in spec.get("subnetSelectorTerms", []):
             term["id"] = "subnet-0123456789abcdef0"
         jsonschema.validate(spec, schema)
+
+
+def test_the_pinned_controller_chart_renders_our_values(plan, tmp_path):
+    """The planned release's values through the real Helm and the pinned package: the controller runs as the IRSA
+    service account, for this cluster, on the system node group."""
+    controller = next(r for r in plan.of_type(RELEASE) if r.inputs["chart"].endswith("/karpenter"))
+    package = chart_package(controller.inputs["chart"], controller.inputs["version"])
+    assert package.exists(), f"no package of karpenter {controller.inputs['version']} in {package.parent}"
+    docs = Helm(extract_helm(tmp_path), tmp_path).template(package, controller.inputs["name"],
+                                                           controller.inputs["namespace"], controller.inputs["values"])
+    [account] = [d for d in docs if d["kind"] == "ServiceAccount"]
+    assert account["metadata"]["name"] == "karpenter"
+    assert account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"].endswith(":role/ml-dev-karpenter")
+    [deployment] = [d for d in docs if d["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "karpenter" and pod["priorityClassName"] == "system-cluster-critical"
+    assert pod["nodeSelector"]["gpu-platform.io/node-role"] == "system"
+    [container] = pod["containers"]
+    assert {"name": "CLUSTER_NAME", "value": "ml-dev"} in container["env"]
+    assert container["image"].startswith(f"public.ecr.aws/karpenter/controller:{CHART_VERSION}@")
