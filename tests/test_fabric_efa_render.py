@@ -45,9 +45,11 @@ def schedulable(pod_spec: dict, labels: dict[str, str]) -> bool:
 
 
 def test_the_affinity_check_reads_terms_as_the_scheduler_does():
-    spec = {"nodeSelector": {"fabric": "efa"}, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [{"key": INSTANCE_TYPE, "operator": "In", "values": ["p5.48xlarge"]},
-                                                    {"key": "compute", "operator": "NotIn", "values": ["auto"]}]}]}}}}
+    term = {"matchExpressions": [{"key": INSTANCE_TYPE, "operator": "In", "values": ["p5.48xlarge"]},
+                                 {"key": "compute", "operator": "NotIn", "values": ["auto"]}]}
+    spec = {"nodeSelector": {"fabric": "efa"},
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [term]}}}}
     assert schedulable(spec, {"fabric": "efa", INSTANCE_TYPE: "p5.48xlarge"})
     assert not schedulable(spec, {"fabric": "efa", INSTANCE_TYPE: "p5.48xlarge", "compute": "auto"})
     assert not schedulable(spec, {"fabric": "efa", INSTANCE_TYPE: "p6-b200.48xlarge"})

@@ -188,8 +188,8 @@ def test_kubernetes_minor_beyond_the_pinned_release_is_refused():
     provisioner_version_check({"provisioner": "karpenter"}, "1.36", eks, problems)
     [problem] = problems.errors
     assert problem.path == "cluster.kubernetesVersion"
-    assert problem.message == ("1.36 is not supported by the karpenter release the stack pins (cluster.aws.provisioner); "
-                               "allowed with it: 1.35")
+    assert problem.message == ("1.36 is not supported by the karpenter release the stack pins "
+                               "(cluster.aws.provisioner); allowed with it: 1.35")
     problems = Problems()
     provisioner_version_check({"provisioner": "cluster-autoscaler"}, "1.36", eks, problems)
     assert problems.errors == []  # the Cluster Autoscaler follows every minor
@@ -331,8 +331,8 @@ def test_controller_role_is_scoped_to_this_cluster(plan):
     statements = {s["Sid"]: s for s in policy["Statement"]}
     owned = "aws:ResourceTag/kubernetes.io/cluster/ml-dev"
     assert statements["AllowScopedDeletion"]["Condition"]["StringEquals"] == {owned: "owned"}
-    assert (statements["AllowScopedEC2InstanceActionsWithTags"]["Condition"]["StringEquals"]
-            == {"aws:RequestTag/kubernetes.io/cluster/ml-dev": "owned", "aws:RequestTag/eks:eks-cluster-name": "ml-dev"})
+    assert statements["AllowScopedEC2InstanceActionsWithTags"]["Condition"]["StringEquals"] == {
+        "aws:RequestTag/kubernetes.io/cluster/ml-dev": "owned", "aws:RequestTag/eks:eks-cluster-name": "ml-dev"}
     assert statements["AllowPassingInstanceRole"]["Resource"] == "arn:aws:iam::000000000000:role/ml-dev-node"
     assert statements["AllowAPIServerEndpointDiscovery"]["Resource"].endswith(":cluster/ml-dev")
     assert statements["AllowRegionalReadActions"]["Condition"] == {"StringEquals": {"aws:RequestedRegion": "us-west-2"}}

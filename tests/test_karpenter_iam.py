@@ -37,7 +37,8 @@ def reference_statements() -> list[dict]:
     statements = []
     for resource in template["Resources"].values():
         props = resource.get("Properties", {})
-        if resource["Type"] == "AWS::IAM::ManagedPolicy" and props["ManagedPolicyName"].startswith("KarpenterController"):
+        if (resource["Type"] == "AWS::IAM::ManagedPolicy"
+                and props["ManagedPolicyName"].startswith("KarpenterController")):
             document = re.sub(r"\$\{([^}]+)\}", lambda m: SUBSTITUTIONS.get(m.group(1), m.group(0)),
                               props["PolicyDocument"])
             statements += json.loads(document)["Statement"]

@@ -110,7 +110,8 @@ def karpenter_policy(cluster_name: str, cluster_arn: str, region: str, node_role
     owned_resource = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}
     in_region = {"aws:RequestTag/topology.kubernetes.io/region": region}
     region_resource = {"aws:ResourceTag/topology.kubernetes.io/region": region}
-    # Karpenter tags its instance profiles with the EC2NodeClass they serve (not karpenter.sh/nodeclass).
+    # The tag Karpenter writes on the instance profiles it creates: a condition on any other tag denies
+    # CreateInstanceProfile.
     node_class_tag = "karpenter.k8s.aws/ec2nodeclass"
     created = [f"{ec2}:*:{kind}/*" for kind in ("fleet", "instance", "volume", "network-interface", "launch-template",
                                                  "spot-instances-request")]
