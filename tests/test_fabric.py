@@ -92,7 +92,7 @@ def test_g6e_gets_efa_on_request_with_its_four_interfaces():
         {"name": "l40s", "instanceType": "g6e.48xlarge", "maxNodes": 2, "fabric": "efa"}))
     interfaces = one(plan, TEMPLATE, "ml-prod-l40s-launch-template").inputs["networkInterfaces"]
     assert [(i["networkCardIndex"], i["deviceIndex"], i["interfaceType"]) for i in interfaces] == [
-        (0, 0, "efa"), (1, 1, "efa"), (2, 1, "efa"), (3, 1, "efa")]
+        (0, 0, "efa"), (1, 0, "efa-only"), (2, 0, "efa-only"), (3, 0, "efa-only")]
 
 
 def test_a_fabric_another_cloud_offers_is_refused_with_this_clouds_values():
@@ -119,8 +119,9 @@ def test_efa_pool_launch_template_has_every_interface(prod):
     interfaces = one(prod, TEMPLATE, "ml-prod-h100-train-launch-template").inputs["networkInterfaces"]
     assert len(interfaces) == 32
     assert [i["networkCardIndex"] for i in interfaces] == list(range(32))
-    assert [i["deviceIndex"] for i in interfaces] == [0] + [1] * 31
-    assert {i["interfaceType"] for i in interfaces} == {"efa"}
+    # One interface carries ENA (the primary: IP traffic, one subnet address); the other 31 cards are EFA-only.
+    assert [i["deviceIndex"] for i in interfaces] == [0] * 32
+    assert [i["interfaceType"] for i in interfaces] == ["efa"] + ["efa-only"] * 31
     assert all("subnetId" not in i for i in interfaces)  # EKS places them in the node group's subnet
     # The cluster's security group (EKS leaves it off when interfaces are given) and the EFA one (mock id name-<hash>).
     groups = {tuple(i["securityGroups"]) for i in interfaces}
@@ -198,7 +199,7 @@ def test_efa_device_plugin_release_targets_efa_pools_through_their_taints():
     releases = [r for r in plan.of_type(RELEASE) if r.inputs["chart"] == "aws-efa-k8s-device-plugin"]
     assert len(releases) == 1
     inputs = releases[0].inputs
-    assert inputs["version"] == "v0.5.7" and inputs["namespace"] == "kube-system"
+    assert inputs["version"] == "v0.5.30" and inputs["namespace"] == "kube-system"
     assert inputs["repositoryOpts"] == {"repo": "https://aws.github.io/eks-charts"}
     assert inputs["values"]["nodeSelector"] == {"gpu-platform.io/fabric": "efa"}
     tolerated = {(t["key"], t["effect"]) for t in inputs["values"]["tolerations"]}

@@ -85,8 +85,8 @@ def render_release(helm: Helm, stack: str, release) -> Rendered:
 
 
 # Charts ../shared/upstream/charts has no package of; their values are tested in the fabric tests instead
-# (test_fabric.py, test_fabric_aks.py).
-NOT_IN_UPSTREAM = {"aws-efa-k8s-device-plugin", "network-operator"}
+# (test_fabric_aks.py).
+NOT_IN_UPSTREAM = {"network-operator"}
 # Kinds only those charts install (so no CRD here to validate against): checked field by field in test_fabric_aks.py.
 NOT_IN_UPSTREAM_KINDS = {("mellanox.com/v1alpha1", "NicClusterPolicy")}
 

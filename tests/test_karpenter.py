@@ -4,23 +4,32 @@ from __future__ import annotations
 
 import json
 
+from dataclasses import replace
+
 import jsonschema
 import pytest
+import yaml
 
 from components.autoscaling.karpenter import CHART_VERSION
+from components.clouds.profiles import PROFILES
 from components.config import ConfigError, validate
-from conftest import ROOT
+from components.config.errors import Problems
+from components.config.provisioning import provisioner_version_check
+from conftest import ROOT, strict_schema, upstream
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config
+from helm import Helm, chart_package, extract_helm
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 RELEASE = "kubernetes:helm.sh/v3:Release"
+COMPATIBILITY = "karpenter/v1.14.1/compatibility.yaml"
 
 # The parts of the Karpenter v1 CRDs these objects use, with their required fields, enums and patterns, as read from
 # aws/karpenter-provider-aws pkg/apis/crds/karpenter.sh_nodepools.yaml (commit 004b39bd) and
-# karpenter.k8s.aws_ec2nodeclasses.yaml (commit 0276ddd6). Closed objects (additionalProperties false) where we
-# model every field we set, so a misspelt field fails; the CEL rules are checked by the tests below instead.
+# karpenter.k8s.aws_ec2nodeclasses.yaml (commit 0276ddd6), unchanged for these fields at v1.14.1 (which
+# test_objects_match_the_pinned_release_crds checks against its full CRDs). Closed objects (additionalProperties false)
+# where we model every field we set, so a misspelt field fails; the CEL rules are checked by the tests below instead.
 _LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 _DURATION = r"^(([0-9]+(s|m|h))+)|(Never)$"
 _TAINT = {"type": "object", "required": ["effect", "key"], "additionalProperties": False, "properties": {
@@ -166,23 +175,46 @@ def test_efa_is_refused_when_asked_for_and_auto_resolves_to_none():
     assert [p.fabric for p in validate(raw).gpu_pools] == ["efa"]
 
 
-def test_kubernetes_minor_beyond_the_pinned_release_is_refused():
+def test_kubernetes_1_36_runs_karpenter():
     raw = raw_config()
     raw["cluster"] = {**raw["cluster"], "kubernetesVersion": "1.36"}
-    message = errors(raw)["cluster.kubernetesVersion"]
-    assert "1.36 is not supported by the karpenter release the stack pins (cluster.aws.provisioner)" in message
-    assert message.endswith("allowed with it: 1.32, 1.33, 1.34, 1.35")
-    raw["cluster"]["aws"] = {}
-    assert validate(raw).cluster.kubernetes_version == "1.36"  # the Cluster Autoscaler follows every minor
+    assert validate(raw).cluster.kubernetes_version == "1.36"
+
+
+def test_kubernetes_minor_beyond_the_pinned_release_is_refused():
+    # Every EKS minor runs Karpenter 1.14.1 today; a minor EKS adds before the pin moves must be refused.
+    eks = replace(PROFILES["aws"], provisioner_kubernetes_versions=("1.35",))
+    problems = Problems()
+    provisioner_version_check({"provisioner": "karpenter"}, "1.36", eks, problems)
+    [problem] = problems.errors
+    assert problem.path == "cluster.kubernetesVersion"
+    assert problem.message == ("1.36 is not supported by the karpenter release the stack pins "
+                               "(cluster.aws.provisioner); allowed with it: 1.35")
+    problems = Problems()
+    provisioner_version_check({"provisioner": "cluster-autoscaler"}, "1.36", eks, problems)
+    assert problems.errors == []  # the Cluster Autoscaler follows every minor
+
+
+def karpenter_supported_minors(matrix: dict) -> set[str]:
+    """Minors the matrix's rows give to the pinned release (minimum Karpenter per minor) up to the release line's
+    maxK8sVersion (the matrix generator's input, quoted in the file)."""
+    def version(text: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in text.removeprefix(">=").strip().split(".") if part != "x")
+    [line] = [row for source in matrix["sources"] if source["path"].startswith("hack/docs/compatibilitymatrix_gen")
+              for row in yaml.load(source["lines"], Loader=yaml.BaseLoader)]
+    assert version(line["appVersion"]) == version(CHART_VERSION)[:2], "the matrix is for another Karpenter minor"
+    return {row["kubernetes"] for row in matrix["matrix"]
+            if version(row["karpenter"]) <= version(CHART_VERSION)
+            and version(line["minK8sVersion"]) <= version(row["kubernetes"]) <= version(line["maxK8sVersion"])}
 
 
 def test_supported_minors_are_those_of_the_pinned_release():
-    # Karpenter 1.10's compatibility matrix: Kubernetes 1.29-1.35. Moving the pin means re-reading it.
-    from components.clouds.profiles import PROFILES
-    assert CHART_VERSION == "1.10.0"
+    matrix = yaml.load(upstream(COMPATIBILITY).read_text(), Loader=yaml.BaseLoader)
+    assert matrix["release"] == CHART_VERSION
+    supported = karpenter_supported_minors(matrix)
+    assert supported >= set(matrix["supports"])
     eks = PROFILES["aws"]
-    assert set(eks.provisioner_kubernetes_versions) == {
-        v for v in eks.kubernetes_versions if (1, 29) <= tuple(map(int, v.split("."))) <= (1, 35)}
+    assert set(eks.provisioner_kubernetes_versions) == supported & set(eks.kubernetes_versions)
 
 
 def test_other_clouds_have_no_provisioner_key():
@@ -299,15 +331,15 @@ def test_controller_role_is_scoped_to_this_cluster(plan):
     statements = {s["Sid"]: s for s in policy["Statement"]}
     owned = "aws:ResourceTag/kubernetes.io/cluster/ml-dev"
     assert statements["AllowScopedDeletion"]["Condition"]["StringEquals"] == {owned: "owned"}
-    assert (statements["AllowScopedEC2InstanceActionsWithTags"]["Condition"]["StringEquals"]
-            == {"aws:RequestTag/kubernetes.io/cluster/ml-dev": "owned"})
+    assert statements["AllowScopedEC2InstanceActionsWithTags"]["Condition"]["StringEquals"] == {
+        "aws:RequestTag/kubernetes.io/cluster/ml-dev": "owned", "aws:RequestTag/eks:eks-cluster-name": "ml-dev"}
     assert statements["AllowPassingInstanceRole"]["Resource"] == "arn:aws:iam::000000000000:role/ml-dev-node"
     assert statements["AllowAPIServerEndpointDiscovery"]["Resource"].endswith(":cluster/ml-dev")
     assert statements["AllowRegionalReadActions"]["Condition"] == {"StringEquals": {"aws:RequestedRegion": "us-west-2"}}
-    # Anything that creates, changes or deletes carries a condition; only reads and pricing run unconditioned.
+    # Anything that creates, changes or deletes carries a condition; only reads (Describe, Get, List) run unconditioned.
     for sid, statement in statements.items():
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-        writes = [a for a in actions if not a.split(":")[1].startswith(("Describe", "Get"))]
+        writes = [a for a in actions if not a.split(":")[1].startswith(("Describe", "Get", "List"))]
         if statement["Resource"] == "*" and writes:
             assert "Condition" in statement, sid
     assert not any("sqs:" in a for s in statements.values() for a in s["Action"])
@@ -315,3 +347,39 @@ def test_controller_role_is_scoped_to_this_cluster(plan):
                        .inputs["assumeRolePolicy"])
     assert next(iter(trust["Statement"][0]["Condition"]["StringEquals"].values())) == \
         "system:serviceaccount:kube-system:karpenter"
+
+
+@pytest.mark.parametrize("type_, crd", [(NODE_POOL, "karpenter.sh_nodepools.yaml"),
+                                        (NODE_CLASS, "karpenter.k8s.aws_ec2nodeclasses.yaml")])
+def test_objects_match_the_pinned_release_crds(plan, type_, crd):
+    """Every field we set exists, with its type, enum and pattern, in the CRDs of the release we pin (closed wherever
+    the CRD lists properties); the subsets above keep that check when ../shared is absent."""
+    served = {v["name"]: v for v in yaml.safe_load(upstream(f"karpenter/v{CHART_VERSION}/crds/{crd}").read_text())
+              ["spec"]["versions"] if v.get("served")}
+    schema = strict_schema(served["v1"]["schema"]["openAPIV3Schema"]["properties"]["spec"])
+    for obj in plan.of_type(type_):
+        spec = integral(obj.inputs["spec"])
+        # Offline, ids are resource names (ml-dev-private-0-...); EC2 gives subnet-... and sg-... ids.
+        for term in spec.get("subnetSelectorTerms", []):
+            term["id"] = "subnet-0123456789abcdef0"
+        jsonschema.validate(spec, schema)
+
+
+def test_the_pinned_controller_chart_renders_our_values(plan, tmp_path):
+    """The planned release's values through the real Helm and the pinned package: the controller runs as the IRSA
+    service account, for this cluster, on the system node group."""
+    controller = next(r for r in plan.of_type(RELEASE) if r.inputs["chart"].endswith("/karpenter"))
+    package = chart_package(controller.inputs["chart"], controller.inputs["version"])
+    assert package.exists(), f"no package of karpenter {controller.inputs['version']} in {package.parent}"
+    docs = Helm(extract_helm(tmp_path), tmp_path).template(package, controller.inputs["name"],
+                                                           controller.inputs["namespace"], controller.inputs["values"])
+    [account] = [d for d in docs if d["kind"] == "ServiceAccount"]
+    assert account["metadata"]["name"] == "karpenter"
+    assert account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"].endswith(":role/ml-dev-karpenter")
+    [deployment] = [d for d in docs if d["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "karpenter" and pod["priorityClassName"] == "system-cluster-critical"
+    assert pod["nodeSelector"]["gpu-platform.io/node-role"] == "system"
+    [container] = pod["containers"]
+    assert {"name": "CLUSTER_NAME", "value": "ml-dev"} in container["env"]
+    assert container["image"].startswith(f"public.ecr.aws/karpenter/controller:{CHART_VERSION}@")

@@ -110,6 +110,26 @@ def test_an_opted_in_labelled_pool_gets_the_network_topology():
     assert flavors["h100-train"]["topologyName"] == topology.NETWORK
 
 
+def p6_beside_p5() -> dict:
+    """aws-prod with its first pool on p6-b200 and the second, on p4de, opted in too."""
+    return with_pools("aws-prod", lambda pools: [pools[0].update(instanceType="p6-b200.48xlarge", topology=True),
+                                                 pools[1].update(topology=True)])
+
+
+def test_p6_b200_pools_get_their_fourth_network_layer():
+    """EKS labels p6-b200 nodes with network-node-layer-4 too (their EC2 topology has four layers): Kueue can keep
+    a job under one layer-4 node, while the three-layer types keep their own Topology, whose labels they all carry."""
+    plan = plan_stack("aws-prod", config_overrides=p6_beside_p5())
+    assert level_labels(plan, "gpu-network-4") == [
+        "topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
+        "topology.k8s.aws/network-node-layer-3", "topology.k8s.aws/network-node-layer-4", "kubernetes.io/hostname"]
+    assert level_labels(plan, topology.NETWORK)[-2:] == ["topology.k8s.aws/network-node-layer-3",
+                                                         "kubernetes.io/hostname"]
+    flavors = {name: f["spec"] for name, f in by_name(plan, "ResourceFlavor").items()}
+    assert {n: f.get("topologyName") for n, f in flavors.items() if "topologyName" in f} == {
+        "h100-train": "gpu-network-4", "a100-infer": topology.NETWORK}
+
+
 def test_a_team_mixing_tas_and_other_pools_is_warned_and_all_tas_is_not():
     plan = plan_stack("aws-prod", config_overrides=opted_in("aws-prod", 0))
     quotas = {t["name"]: t["quotas"] for t in stack_config("aws-prod")["gpu-platform:teams"]}
@@ -142,6 +162,7 @@ def test_opting_in_on_oke_warns_that_nodes_need_the_rdma_labels():
 
 def tas_plans():
     return [plan_stack("aws-prod", config_overrides=opted_in("aws-prod", 0, 1, 2)),
+            plan_stack("aws-prod", config_overrides=p6_beside_p5()),
             plan_stack("azure-prod", config_overrides=opted_in("azure-prod", 0)),
             plan_stack("gcp-prod", config_overrides=with_pools("gcp-prod", lambda p: p[0].update(
                 instanceType="a3-ultragpu-8g", topology=True))),
@@ -160,7 +181,8 @@ def test_topologies_and_tas_flavors_validate_against_the_v0_19_2_crds():
         for name, obj in by_name(plan, "ResourceFlavor").items():
             assert crd_errors(FLAVOR_CRD, "v1beta2", obj) == [], name
             assert topology_cel(obj) == [], name
-    assert len(seen) == 4  # EKS, GKE and OKE levels, and host-only (AKS, and aws-prod's unlabelled pools)
+    # EKS (three layers, and p6-b200's four), GKE and OKE levels, and host-only (AKS, and aws-prod's unlabelled pools)
+    assert len(seen) == 5
 
 
 def test_the_strict_schema_rejects_a_misspelt_level():

@@ -17,9 +17,9 @@ from components.config.capacity import GPU_RESOURCE
 CHART_REPO = "oci://public.ecr.aws/karpenter"
 CHART = "karpenter"
 CRD_CHART = "karpenter-crd"
-# Karpenter 1.10.0, API karpenter.sh/v1 and karpenter.k8s.aws/v1; check its compatibility matrix before moving a
-# stack to a Kubernetes minor newer than it supports.
-CHART_VERSION = "1.10.0"
+# Karpenter 1.14.1, API karpenter.sh/v1 and karpenter.k8s.aws/v1; the Kubernetes minors it runs on are
+# CloudProfile.provisioner_kubernetes_versions, read from its compatibility matrix (tests/test_karpenter.py).
+CHART_VERSION = "1.14.1"
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "karpenter"  # fixed, so the controller role's IRSA trust can name it
 NODE_POOL_API = "karpenter.sh/v1"

@@ -15,9 +15,11 @@ ALL_TRAFFIC = {"protocol": "-1", "from_port": 0, "to_port": 0, "self": True}
 
 
 def network_interfaces(interfaces: int, security_groups: list) -> list[dict[str, Any]]:
-    """One EFA interface per network card: card 0 is the primary (device index 0), the others device index 1
-    (EC2 user guide p5-efa). No subnet: EKS puts every interface in the node group's subnet."""
-    return [{"network_card_index": card, "device_index": 0 if card == 0 else 1, "interface_type": "efa",
+    """One EFA interface per network card, each at device index 0 of its card: card 0 is the primary, EFA with ENA;
+    every other card EFA-only (EC2 user guide efa-acc-inst-types, p5-efa), which takes no IP address, so a p5 node
+    uses one of its subnet's addresses for its interfaces instead of 32. No subnet: EKS puts every interface in the
+    node group's subnet."""
+    return [{"network_card_index": card, "device_index": 0, "interface_type": "efa" if card == 0 else "efa-only",
              "security_groups": security_groups, "delete_on_termination": "true"}
             for card in range(interfaces)]
 

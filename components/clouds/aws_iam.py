@@ -95,24 +95,34 @@ def autoscaler_role(name: str, cluster_name: pulumi.Output[str], cluster_arn: pu
 
 
 def karpenter_policy(cluster_name: str, cluster_arn: str, region: str, node_role_arn: str) -> str:
-    """Karpenter's controller permissions: the controller policy of Karpenter's getting-started CloudFormation
-    (aws/karpenter-provider-aws, cloudformation.yaml), without the interruption queue statement (no queue here).
+    """Karpenter's controller permissions: the controller policies of Karpenter's getting-started CloudFormation
+    (aws/karpenter-provider-aws v1.14.1, cloudformation.yaml), without the interruption queue statement (no queue here).
 
-    Everything that launches, tags or deletes is conditioned on the `kubernetes.io/cluster/<name>: owned` tag Karpenter
-    puts on what it creates, so the role reaches no other cluster's instances, templates or instance profiles.
+    Everything that launches, tags or deletes is conditioned on the `kubernetes.io/cluster/<name>: owned` and
+    `eks:eks-cluster-name` tags Karpenter puts on what it creates, so the role reaches no other cluster's instances,
+    templates or instance profiles.
     """
-    partition = cluster_arn.split(":")[1]
+    _, partition, _, _, account, _ = cluster_arn.split(":", 5)
     ec2 = f"arn:{partition}:ec2:{region}"
-    owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster_name}": "owned"}
+    profiles = f"arn:{partition}:iam::{account}:instance-profile/*"
+    owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster_name}": "owned",
+             "aws:RequestTag/eks:eks-cluster-name": cluster_name}
     owned_resource = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}
     in_region = {"aws:RequestTag/topology.kubernetes.io/region": region}
     region_resource = {"aws:ResourceTag/topology.kubernetes.io/region": region}
-    created = [f"{ec2}:*:{kind}/*" for kind in ("fleet", "instance", "volume", "network-interface", "launch-template")]
+    # The tag Karpenter writes on the instance profiles it creates: a condition on any other tag denies
+    # CreateInstanceProfile.
+    node_class_tag = "karpenter.k8s.aws/ec2nodeclass"
+    created = [f"{ec2}:*:{kind}/*" for kind in ("fleet", "instance", "volume", "network-interface", "launch-template",
+                                                 "spot-instances-request")]
     return json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Sid": "AllowScopedEC2InstanceActions", "Effect": "Allow",
-         "Resource": [f"{ec2}::image/*", f"{ec2}::snapshot/*", f"{ec2}:*:spot-instances-request/*",
-                      f"{ec2}:*:security-group/*", f"{ec2}:*:subnet/*", f"{ec2}:*:launch-template/*"],
+        {"Sid": "AllowScopedEC2InstanceAccessActions", "Effect": "Allow",
+         "Resource": [f"{ec2}::image/*", f"{ec2}::snapshot/*", f"{ec2}:*:security-group/*", f"{ec2}:*:subnet/*",
+                      f"{ec2}:*:capacity-reservation/*", f"{ec2}:*:placement-group/*"],
          "Action": ["ec2:RunInstances", "ec2:CreateFleet"]},
+        {"Sid": "AllowScopedEC2LaunchTemplateAccessActions", "Effect": "Allow",
+         "Resource": f"{ec2}:*:launch-template/*", "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+         "Condition": {"StringEquals": owned_resource, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}},
         {"Sid": "AllowScopedEC2InstanceActionsWithTags", "Effect": "Allow", "Resource": created,
          "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
          "Condition": {"StringEquals": owned, "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
@@ -123,40 +133,51 @@ def karpenter_policy(cluster_name: str, cluster_arn: str, region: str, node_role
         {"Sid": "AllowScopedResourceTagging", "Effect": "Allow", "Resource": f"{ec2}:*:instance/*",
          "Action": "ec2:CreateTags",
          "Condition": {"StringEquals": owned_resource, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
-                       "ForAllValues:StringEquals": {"aws:TagKeys": ["karpenter.sh/nodeclaim", "Name"]}}},
+                       "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": cluster_name},
+                       "ForAllValues:StringEquals": {"aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim",
+                                                                     "Name"]}}},
         {"Sid": "AllowScopedDeletion", "Effect": "Allow",
          "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
          "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
          "Condition": {"StringEquals": owned_resource, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}},
         # Describe calls take no resource or tag condition; they are held to the cluster's region.
         {"Sid": "AllowRegionalReadActions", "Effect": "Allow", "Resource": "*",
-         "Action": ["ec2:DescribeAvailabilityZones", "ec2:DescribeImages", "ec2:DescribeInstances",
-                    "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplates",
-                    "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets"],
+         "Action": ["ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribeInstances",
+                    "ec2:DescribeInstanceStatus", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
+                    "ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups",
+                    "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets"],
          "Condition": {"StringEquals": {"aws:RequestedRegion": region}}},
         {"Sid": "AllowSSMReadActions", "Effect": "Allow",
          "Resource": f"arn:{partition}:ssm:{region}::parameter/aws/service/*", "Action": "ssm:GetParameter"},
         {"Sid": "AllowPricingReadActions", "Effect": "Allow", "Resource": "*", "Action": "pricing:GetProducts"},
-        # Only the platform's node role, and only to EC2.
+        # Only the platform's node role, and only to EC2 (its service name in the commercial and China partitions).
         {"Sid": "AllowPassingInstanceRole", "Effect": "Allow", "Resource": node_role_arn, "Action": "iam:PassRole",
-         "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}},
-        {"Sid": "AllowScopedInstanceProfileCreationActions", "Effect": "Allow", "Resource": "*",
+         "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]}}},
+        {"Sid": "AllowScopedInstanceProfileCreationActions", "Effect": "Allow", "Resource": profiles,
          "Action": ["iam:CreateInstanceProfile"],
          "Condition": {"StringEquals": {**owned, **in_region},
-                       "StringLike": {"aws:RequestTag/karpenter.sh/nodeclass": "*"}}},
-        {"Sid": "AllowScopedInstanceProfileTagActions", "Effect": "Allow", "Resource": "*",
+                       "StringLike": {f"aws:RequestTag/{node_class_tag}": "*"}}},
+        {"Sid": "AllowScopedInstanceProfileTagActions", "Effect": "Allow", "Resource": profiles,
          "Action": ["iam:TagInstanceProfile"],
          "Condition": {"StringEquals": {**owned_resource, **region_resource, **owned, **in_region},
-                       "StringLike": {"aws:ResourceTag/karpenter.sh/nodeclass": "*",
-                                      "aws:RequestTag/karpenter.sh/nodeclass": "*"}}},
-        {"Sid": "AllowScopedInstanceProfileActions", "Effect": "Allow", "Resource": "*",
+                       "StringLike": {f"aws:ResourceTag/{node_class_tag}": "*",
+                                      f"aws:RequestTag/{node_class_tag}": "*"}}},
+        {"Sid": "AllowScopedInstanceProfileActions", "Effect": "Allow", "Resource": profiles,
          "Action": ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"],
          "Condition": {"StringEquals": {**owned_resource, **region_resource},
-                       "StringLike": {"aws:ResourceTag/karpenter.sh/nodeclass": "*"}}},
-        {"Sid": "AllowInstanceProfileReadActions", "Effect": "Allow", "Resource": "*",
+                       "StringLike": {f"aws:ResourceTag/{node_class_tag}": "*"}}},
+        # The node-class finalizer and the instance-profile garbage collector list profiles; List takes no resource
+        # or tag condition, and without it deleting a pool or the stack waits forever.
+        {"Sid": "AllowUnscopedInstanceProfileListAction", "Effect": "Allow", "Resource": "*",
+         "Action": "iam:ListInstanceProfiles"},
+        {"Sid": "AllowInstanceProfileReadActions", "Effect": "Allow", "Resource": profiles,
          "Action": "iam:GetInstanceProfile"},
         {"Sid": "AllowAPIServerEndpointDiscovery", "Effect": "Allow", "Resource": cluster_arn,
          "Action": "eks:DescribeCluster"},
+        # Karpenter avoids zones ARC has shifted this cluster away from.
+        {"Sid": "AllowZonalShiftStatusReadOnly", "Effect": "Allow", "Resource": "*",
+         "Action": ["arc-zonal-shift:GetManagedResource"],
+         "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster_arn}}},
     ]})
 
 

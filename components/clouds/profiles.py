@@ -68,9 +68,18 @@ class NetworkTopology:
     instance_types: str  # regex of the instance types whose nodes carry every one of these labels
     caveat: str = ""  # when nodes of those types may still lack the labels, warned about on opt-in
     caveat_fabric: str = ""  # pools on this gpuPools[].fabric always carry the labels: no caveat for them
+    # A layer below `levels` that only some of those types have (their nodes carry its label too), and their regex.
+    deeper_level: str = ""
+    deeper_instance_types: str = ""
 
     def labels(self, instance_type: str) -> bool:
         return re.fullmatch(self.instance_types, instance_type) is not None
+
+    def levels_of(self, instance_type: str) -> tuple[str, ...]:
+        """The labels nodes of a labelled type carry, broadest first."""
+        if self.deeper_level and re.fullmatch(self.deeper_instance_types, instance_type):
+            return (*self.levels, self.deeper_level)
+        return self.levels
 
 
 @dataclass(frozen=True)
@@ -452,11 +461,12 @@ def _minors(*minors: str) -> dict[str, str]:
 
 
 # EFA on EKS (EKS user guide "device-management-efa"): the EFA device plugin advertises vpc.amazonaws.com/efa, one per
-# interface. Chart v0.5.7 is the version aws-ia/terraform-aws-eks-blueprints pins (patterns/targeted-odcr/helm.tf).
+# interface. The chart only schedules on the instance types it lists: v0.5.30 is the first pin listing p6-b200.48xlarge
+# (tests/test_fabric_efa_render.py renders it against every EFA type of the catalog).
 # FI_PROVIDER=efa makes libfabric (and the aws-ofi-nccl plugin NCCL loads) fail instead of falling back to TCP;
 # FI_EFA_USE_DEVICE_RDMA=1 turns on GPUDirect RDMA, which p4d and later support.
 _EFA = Fabric(name="efa", resource="vpc.amazonaws.com/efa", chart="aws-efa-k8s-device-plugin",
-              repository="https://aws.github.io/eks-charts", version="v0.5.7", namespace="kube-system",
+              repository="https://aws.github.io/eks-charts", version="v0.5.30", namespace="kube-system",
               env=(("FI_PROVIDER", "efa"), ("FI_EFA_USE_DEVICE_RDMA", "1"), ("NCCL_DEBUG", "INFO")))
 
 # InfiniBand on AKS ND pools (Azure/aks-rdma-infiniband, "Network Operator" and "GPU Drivers" guides): the NVIDIA
@@ -609,10 +619,10 @@ PROFILES: dict[str, CloudProfile] = {
         # Capacity Blocks (reserved pools) need Karpenter's capacityReservationSelectorTerms, not built here: they stay
         # on managed node groups, so a Karpenter stack refuses them.
         provisioner_unsupported_capacity=("reserved",),
-        # Karpenter 1.10.0 (components/autoscaling/karpenter.py) supports Kubernetes 1.29-1.35 (its compatibility
-        # matrix, as endoflife.date lists it); on a newer cluster its controller refuses to reconcile node classes
-        # ("karpenter version is not compatible with K8s version", aws/karpenter-provider-aws#7127).
-        provisioner_kubernetes_versions=("1.32", "1.33", "1.34", "1.35"),
+        # Karpenter 1.14.1 (components/autoscaling/karpenter.py) supports Kubernetes up to 1.36 (its compatibility
+        # matrix); on a newer cluster its controller refuses to reconcile node classes ("karpenter version is not
+        # compatible with K8s version", aws/karpenter-provider-aws#7127).
+        provisioner_kubernetes_versions=("1.32", "1.33", "1.34", "1.35", "1.36"),
         # EFA is built into managed node groups' launch templates (aws_fabric); the EC2NodeClasses carry none of it.
         provisioner_refuses_fabric=True,
         provisioner_fabric_note="the platform builds EFA interfaces, their security group and the cluster placement "
@@ -640,12 +650,14 @@ PROFILES: dict[str, CloudProfile] = {
         # EKS service quota "nodes per managed node group".
         max_pool_nodes=450,
         # EKS labels nodes with their EC2 instance topology network nodes (EKS user guide ml-workload-topology), on
-        # the types DescribeInstanceTopology supports (EC2 ec2-instance-topology-prerequisites); p6-b200 has a 4th
-        # layer below layer-3, left out so one Topology fits every type.
+        # the types DescribeInstanceTopology supports (EC2 ec2-instance-topology-prerequisites). p6-b200's topology
+        # has a 4th layer below layer-3, labelled on its nodes only: its pools get a Topology of their own with it, so
+        # Kueue packs a job under one layer-4 node, not just one layer-3 node.
         network_topology=NetworkTopology(
             levels=("topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
                     "topology.k8s.aws/network-node-layer-3"),
-            instance_types=r"p4de?\.24xlarge|p5e?n?\.48xlarge|p6-b200\.48xlarge|g6e\.\w+"),
+            instance_types=r"p4de?\.24xlarge|p5e?n?\.48xlarge|p6-b200\.48xlarge|g6e\.\w+",
+            deeper_level="topology.k8s.aws/network-node-layer-4", deeper_instance_types=r"p6-b200\.48xlarge"),
     ),
     "azure": CloudProfile(
         name="azure",

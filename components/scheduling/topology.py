@@ -14,6 +14,7 @@ from components.config.model import GpuPool, PlatformConfig
 HOSTNAME = "kubernetes.io/hostname"  # every node has it; the CRD allows it only as the lowest level
 NETWORK = "gpu-network"  # the cloud's block/rack labels, then the host
 HOSTS = "gpu-hosts"  # the host alone: pods packed onto the fewest nodes
+NETWORK_LAYERS = 3  # every cloud's block/rack labels are three (profiles.NetworkTopology.levels)
 
 
 def pool_levels(config: PlatformConfig, pool: GpuPool) -> tuple[str, ...]:
@@ -22,12 +23,16 @@ def pool_levels(config: PlatformConfig, pool: GpuPool) -> tuple[str, ...]:
         return ()
     facts = profile(config.cloud).network_topology
     if facts and facts.labels(pool.instance_type):
-        return (*facts.levels, HOSTNAME)
+        return (*facts.levels_of(pool.instance_type), HOSTNAME)
     return (HOSTNAME,)
 
 
 def topology_name(levels: tuple[str, ...]) -> str:
-    return HOSTS if levels == (HOSTNAME,) else NETWORK
+    """gpu-hosts, gpu-network, or for types with a layer more (EKS p6-b200) gpu-network-4: a Topology per depth."""
+    if levels == (HOSTNAME,):
+        return HOSTS
+    layers = len(levels) - 1
+    return NETWORK if layers == NETWORK_LAYERS else f"{NETWORK}-{layers}"
 
 
 def topologies(config: PlatformConfig) -> dict[str, tuple[str, ...]]:
