@@ -198,7 +198,7 @@ def test_efa_device_plugin_release_targets_efa_pools_through_their_taints():
     releases = [r for r in plan.of_type(RELEASE) if r.inputs["chart"] == "aws-efa-k8s-device-plugin"]
     assert len(releases) == 1
     inputs = releases[0].inputs
-    assert inputs["version"] == "v0.5.7" and inputs["namespace"] == "kube-system"
+    assert inputs["version"] == "v0.5.30" and inputs["namespace"] == "kube-system"
     assert inputs["repositoryOpts"] == {"repo": "https://aws.github.io/eks-charts"}
     assert inputs["values"]["nodeSelector"] == {"gpu-platform.io/fabric": "efa"}
     tolerated = {(t["key"], t["effect"]) for t in inputs["values"]["tolerations"]}

@@ -179,7 +179,7 @@ def test_kubernetes_minor_beyond_the_pinned_release_is_refused():
 def test_supported_minors_are_those_of_the_pinned_release():
     # Karpenter 1.10's compatibility matrix: Kubernetes 1.29-1.35. Moving the pin means re-reading it.
     from components.clouds.profiles import PROFILES
-    assert CHART_VERSION == "1.10.0"
+    assert CHART_VERSION == "1.14.1"
     eks = PROFILES["aws"]
     assert set(eks.provisioner_kubernetes_versions) == {
         v for v in eks.kubernetes_versions if (1, 29) <= tuple(map(int, v.split("."))) <= (1, 35)}
