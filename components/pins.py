@@ -41,7 +41,7 @@ PINS: dict[str, ChartPin] = {p.chart: p for p in (
     ChartPin("cluster-autoscaler", "9.59.0", NEWEST_STABLE,
              note="renders image.repository:image.tag as given, so the image follows the cluster's minor"),
     ChartPin("karpenter", "1.14.1", NEWEST_STABLE,
-             note="supports Kubernetes 1.35 (>= 1.9) and 1.36 (>= 1.13), the minors EKS Karpenter stacks run"),
+             note="its compatibility matrix: Kubernetes 1.35 needs >= 1.9, 1.36 >= 1.13"),
     ChartPin("karpenter-crd", "1.14.1", SAME_AS_CONTROLLER, controller="karpenter"),
     ChartPin("aws-efa-k8s-device-plugin", "v0.5.30", NEWEST_STABLE,
              note="its node affinity lists every EFA instance type the catalog has"),

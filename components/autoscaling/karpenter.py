@@ -106,7 +106,8 @@ class Karpenter(pulumi.ComponentResource):
         if not target.managed_by:
             # CRDs from their own chart: Helm never upgrades a chart's crds/ directory, the CRD chart's templates it does.
             self.crds = helm.Release(f"{name}-crds", helm.ReleaseArgs(
-                name=CRD_CHART, chart=f"{CHART_REPO}/{CRD_CHART}", version=PINS[CRD_CHART].version, namespace=NAMESPACE,
+                name=CRD_CHART, chart=f"{CHART_REPO}/{CRD_CHART}", version=PINS[CRD_CHART].version,
+                namespace=NAMESPACE,
             ), opts=after_ready)
             self.release = helm.Release(f"{name}-release", helm.ReleaseArgs(
                 name=CHART, chart=f"{CHART_REPO}/{CHART}", version=CHART_VERSION, namespace=NAMESPACE,

@@ -459,7 +459,8 @@ def _minors(*minors: str) -> dict[str, str]:
 # FI_PROVIDER=efa makes libfabric (and the aws-ofi-nccl plugin NCCL loads) fail instead of falling back to TCP;
 # FI_EFA_USE_DEVICE_RDMA=1 turns on GPUDirect RDMA, which p4d and later support.
 _EFA = Fabric(name="efa", resource="vpc.amazonaws.com/efa", chart="aws-efa-k8s-device-plugin",
-              repository="https://aws.github.io/eks-charts", version=PINS["aws-efa-k8s-device-plugin"].version, namespace="kube-system",
+              repository="https://aws.github.io/eks-charts", version=PINS["aws-efa-k8s-device-plugin"].version,
+              namespace="kube-system",
               env=(("FI_PROVIDER", "efa"), ("FI_EFA_USE_DEVICE_RDMA", "1"), ("NCCL_DEBUG", "INFO")))
 
 # InfiniBand on AKS ND pools (Azure/aks-rdma-infiniband, "Network Operator" and "GPU Drivers" guides): the NVIDIA
@@ -470,7 +471,8 @@ _EFA = Fabric(name="efa", resource="vpc.amazonaws.com/efa", chart="aws-efa-k8s-d
 # back to TCP; NCCL_NET_GDR_LEVEL=SYS is Azure's nccl-tests setting, which lets NCCL use GPUDirect RDMA for every
 # GPU-NIC pair of the VM's topology.
 _INFINIBAND = Fabric(name="infiniband", resource="rdma/ib", chart="network-operator",
-                     repository="https://helm.ngc.nvidia.com/nvidia", version=PINS["network-operator"].version, namespace="network-operator",
+                     repository="https://helm.ngc.nvidia.com/nvidia", version=PINS["network-operator"].version,
+                     namespace="network-operator",
                      env=(("NCCL_NET", "IB"), ("NCCL_NET_GDR_LEVEL", "SYS"), ("NCCL_DEBUG", "INFO")),
                      installer="network-operator", peer_memory_by_operator=True)
 # OCI RDMA cluster networks (RoCE v2): Oracle's settings for every bare-metal GPU shape (oracle-quickstart/oci-hpc-oke

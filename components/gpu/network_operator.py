@@ -22,8 +22,8 @@ from pulumi_kubernetes.apiextensions import CustomResource
 from components.clouds.labels import FABRIC_LABEL
 from components.clouds.profiles import Fabric
 from components.config.model import PlatformConfig
-from components.pins import PINS
 from components.observability.reclaimer.component import IMAGE as DEBIAN_SLIM
+from components.pins import PINS
 from components.tenancy.isolation import privileged_namespace_labels
 
 API = "mellanox.com/v1alpha1"
