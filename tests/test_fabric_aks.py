@@ -32,7 +32,8 @@ IB = PROFILES["azure"].fabrics["infiniband"]
 
 # NicClusterPolicy v1alpha1 (Mellanox/network-operator deployment/network-operator/crds/
 # mellanox.com_nicclusterpolicies.yaml): the spec sections and the fields of the two we set, each section's required
-# fields, and the patterns the CRD puts on image references. Not in ../shared/upstream, so stated here from the CRD.
+# fields, and the patterns the CRD puts on image references; stated here so these tests run without ../shared (checked
+# against the network-operator 26.4.1 package's CRD, which test_helm_render.py validates the whole policy against).
 SPEC_SECTIONS = {"ibKubernetes", "nicFeatureDiscovery", "nodeAffinity", "ofedDriver", "rdmaSharedDevicePlugin",
                  "secondaryNetwork", "sriovDevicePlugin", "tolerations"}
 OFED_FIELDS = {"containerResources", "env", "image", "imagePullSecrets", "livenessProbe", "readinessProbe", "repoConfig",
@@ -152,7 +153,7 @@ def ib():
 
 def test_network_operator_release_is_pinned_in_a_privileged_namespace(ib):
     release = one(ib, RELEASE, "fabric-device-plugins-infiniband-release").inputs
-    assert (release["chart"], release["version"], release["namespace"]) == ("network-operator", "v25.10.0",
+    assert (release["chart"], release["version"], release["namespace"]) == ("network-operator", "26.4.1",
                                                                            "network-operator")
     assert release["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
     # One Node Feature Discovery in the cluster: the GPU Operator's, which labels PCI class 02 vendors.

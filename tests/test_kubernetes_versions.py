@@ -8,7 +8,7 @@ import tarfile
 import pytest
 import yaml
 
-from components.autoscaling.values import IMAGE_TAGS, image_tag, shared_values
+from components.autoscaling.values import CHART_VERSION, IMAGE_TAGS, image_tag, shared_values
 from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, PROFILES
 from components.config import ConfigError, validate
 from conftest import ROOT, STACKS, upstream
@@ -95,7 +95,7 @@ def test_autoscaler_image_follows_the_cluster_minor(raw, version):
     assert IMAGE_TAGS[version].startswith(f"v{version}.")
 
 
-@pytest.mark.parametrize("stack, version, tag", [("aws-prod", "1.36", "v1.36.0"), ("oci-prod", "1.34", "v1.34.4")])
+@pytest.mark.parametrize("stack, version, tag", [("aws-prod", "1.36", "v1.36.1"), ("oci-prod", "1.34", "v1.34.5")])
 def test_planned_autoscaler_runs_the_cluster_minor(stack, version, tag):
     plan = plan_stack(stack, config_overrides=_with_version(stack, version))
     release = next(r for r in plan.of_type(RELEASE) if r.inputs["chart"] == "cluster-autoscaler")
@@ -112,9 +112,9 @@ def _with_version(stack: str, version: str) -> dict:
 
 
 def test_pinned_chart_takes_the_image_tag_as_given():
-    """Chart 9.50.1 renders the container image straight from image.repository and image.tag, so the override
+    """The pinned chart renders the container image straight from image.repository and image.tag, so the override
     reaches the Deployment unchanged, and nothing in it is gated on the image version."""
-    with tarfile.open(upstream("charts/cluster-autoscaler-9.50.1.tgz")) as chart:
+    with tarfile.open(upstream(f"charts/cluster-autoscaler-{CHART_VERSION}.tgz")) as chart:
         deployment = chart.extractfile("cluster-autoscaler/templates/deployment.yaml").read().decode()
         values = yaml.safe_load(chart.extractfile("cluster-autoscaler/values.yaml").read())
     assert 'image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"' in deployment

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from datetime import date, timedelta
 import re
+import tarfile
 from pathlib import Path
 
 import pytest
 import yaml
 
+from components.pins import PINS
 from conftest import ROOT, STACKS, upstream
 from gpu_platform.cli import main
 from gpu_platform.engine import plan_stack
@@ -130,6 +132,26 @@ def test_invalid_stack_config_exits_2(tmp_path, capsys):
 def test_rules_md_is_generated_from_the_rule_modules():
     assert (ROOT / "RULES.md").read_text() == catalog.render(), \
         "RULES.md is stale: run `python -m gpu_platform.policy.catalog > RULES.md`"
+
+
+@pytest.mark.parametrize("chart, version", [k for k in CHART_DEFAULTS if k[0] != GPU_OPERATOR])
+def test_chart_defaults_match_the_chart_package(chart, version):
+    """Rows for charts packaged in ../shared/upstream/charts, against the package's own values.yaml."""
+    package = upstream("charts") / f"{chart}-{version}.tgz"
+    assert package.exists(), package
+    with tarfile.open(package) as tar:
+        values = yaml.safe_load(tar.extractfile(f"{chart}/values.yaml").read())
+    for key, expected in CHART_DEFAULTS[(chart, version)].items():
+        node = values
+        for step in key.split("."):
+            node = node[step]
+        assert node == expected, key
+
+
+def test_the_pack_knows_the_defaults_of_every_pinned_chart_it_reads():
+    """A release at a version the pack has no row for leaves its unset keys unknown: every pin needs its row."""
+    for chart in {chart for chart, _ in CHART_DEFAULTS}:
+        assert (chart, PINS[chart].version) in CHART_DEFAULTS, chart
 
 
 def test_gpu_operator_defaults_match_the_pinned_chart():

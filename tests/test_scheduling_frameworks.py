@@ -84,10 +84,10 @@ def test_no_frameworks_no_operator_and_only_built_in_integrations():
 def test_each_framework_is_a_pinned_release_in_its_own_namespace(full):
     found = releases(full)
     expected = {
-        "jobset": ("oci://registry.k8s.io/jobset/charts/jobset", "0.10.1", "jobset-system", None),
+        "jobset": ("oci://registry.k8s.io/jobset/charts/jobset", "0.12.0", "jobset-system", None),
         "kubeflow-trainer": ("oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.2.1", "kubeflow-system", None),
-        "lws": ("oci://registry.k8s.io/lws/charts/lws", "0.7.0", "lws-system", None),
-        "kuberay-operator": ("kuberay-operator", "1.4.2", "kuberay-system", "https://ray-project.github.io/kuberay-helm/"),
+        "lws": ("oci://registry.k8s.io/lws/charts/lws", "0.9.0", "lws-system", None),
+        "kuberay-operator": ("kuberay-operator", "1.6.2", "kuberay-system", "https://ray-project.github.io/kuberay-helm/"),
     }
     for name, (chart, version, namespace, repo) in expected.items():
         inputs = found[name].inputs

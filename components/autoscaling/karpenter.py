@@ -13,13 +13,14 @@ import pulumi_kubernetes.meta.v1 as meta
 
 from components.clouds.base import GpuNodePool, PlatformCluster
 from components.config.capacity import GPU_RESOURCE
+from components.pins import PINS
 
 CHART_REPO = "oci://public.ecr.aws/karpenter"
 CHART = "karpenter"
 CRD_CHART = "karpenter-crd"
 # Karpenter 1.14.1, API karpenter.sh/v1 and karpenter.k8s.aws/v1; the Kubernetes minors it runs on are
 # CloudProfile.provisioner_kubernetes_versions, read from its compatibility matrix (tests/test_karpenter.py).
-CHART_VERSION = "1.14.1"
+CHART_VERSION = PINS[CHART].version
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "karpenter"  # fixed, so the controller role's IRSA trust can name it
 NODE_POOL_API = "karpenter.sh/v1"
@@ -105,7 +106,8 @@ class Karpenter(pulumi.ComponentResource):
         if not target.managed_by:
             # CRDs from their own chart: Helm never upgrades a chart's crds/ directory, the CRD chart's templates it does.
             self.crds = helm.Release(f"{name}-crds", helm.ReleaseArgs(
-                name=CRD_CHART, chart=f"{CHART_REPO}/{CRD_CHART}", version=CHART_VERSION, namespace=NAMESPACE,
+                name=CRD_CHART, chart=f"{CHART_REPO}/{CRD_CHART}", version=PINS[CRD_CHART].version,
+                namespace=NAMESPACE,
             ), opts=after_ready)
             self.release = helm.Release(f"{name}-release", helm.ReleaseArgs(
                 name=CHART, chart=f"{CHART_REPO}/{CHART}", version=CHART_VERSION, namespace=NAMESPACE,

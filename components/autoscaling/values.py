@@ -5,16 +5,18 @@ from typing import Any
 
 from components.config.capacity import GPU_RESOURCE, mig_strategy, pool_units
 from components.config.model import PlatformConfig
+from components.pins import PINS
 
 CHART = "cluster-autoscaler"
-CHART_VERSION = "9.50.1"
+CHART_VERSION = PINS[CHART].version
 CHART_REPO = "https://kubernetes.github.io/autoscaler"
 IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
 # The autoscaler embeds the kube-scheduler of its own minor, so it must run the cluster's minor (kubernetes/autoscaler
-# FAQ); the chart's own appVersion is 1.33.0 whatever the cluster. Newest patch per minor: 1.32.5 (kubernetes/k8s.io
-# #8815), 1.33.5, 1.34.4, 1.35.1 (autoscaler releases, aws-ia/terraform-aws-eks-blueprints-addons#516), 1.36.0
-# (kubernetes/autoscaler#9985). Chart 9.50.1 renders `image.repository:image.tag` as given, for any tag.
-IMAGE_TAGS = {"1.32": "v1.32.5", "1.33": "v1.33.5", "1.34": "v1.34.4", "1.35": "v1.35.1", "1.36": "v1.36.0"}
+# FAQ); the chart's own appVersion is one minor whatever the cluster (1.35.0 in 9.59.0). Newest patch per minor:
+# 1.32.5 (kubernetes/k8s.io#8815; 1.32 is past upstream end of life), 1.33.6, 1.34.5, 1.35.2 and 1.36.1
+# (kubernetes/autoscaler releases cluster-autoscaler-<version>, published together 2026-07-23). The chart renders
+# `image.repository:image.tag` as given, for any tag (tests/test_kubernetes_versions.py).
+IMAGE_TAGS = {"1.32": "v1.32.5", "1.33": "v1.33.6", "1.34": "v1.34.5", "1.35": "v1.35.2", "1.36": "v1.36.1"}
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"  # fixed, so IRSA / workload identity trust can name it
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"

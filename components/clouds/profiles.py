@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from components.pins import PINS
+
 
 @dataclass(frozen=True)
 class ExtraKey:
@@ -466,18 +468,20 @@ def _minors(*minors: str) -> dict[str, str]:
 # FI_PROVIDER=efa makes libfabric (and the aws-ofi-nccl plugin NCCL loads) fail instead of falling back to TCP;
 # FI_EFA_USE_DEVICE_RDMA=1 turns on GPUDirect RDMA, which p4d and later support.
 _EFA = Fabric(name="efa", resource="vpc.amazonaws.com/efa", chart="aws-efa-k8s-device-plugin",
-              repository="https://aws.github.io/eks-charts", version="v0.5.30", namespace="kube-system",
+              repository="https://aws.github.io/eks-charts", version=PINS["aws-efa-k8s-device-plugin"].version,
+              namespace="kube-system",
               env=(("FI_PROVIDER", "efa"), ("FI_EFA_USE_DEVICE_RDMA", "1"), ("NCCL_DEBUG", "INFO")))
 
 # InfiniBand on AKS ND pools (Azure/aks-rdma-infiniband, "Network Operator" and "GPU Drivers" guides): the NVIDIA
 # Network Operator's NicClusterPolicy runs the DOCA/OFED driver container and the SR-IOV device plugin, which
-# advertises each InfiniBand NIC as rdma/ib (one per GPU on ND sizes). Chart v25.10.0 pairs with the
-# network-operator-v25.10.0 component images Azure's NicClusterPolicies pin (components/gpu/network_operator.py).
+# advertises each InfiniBand NIC as rdma/ib (one per GPU on ND sizes). The policy's device plugin runs the chart's
+# own release (components/gpu/network_operator.py).
 # NCCL_NET=IB selects NCCL's own InfiniBand transport (not a plugin the image may carry) and fails instead of falling
 # back to TCP; NCCL_NET_GDR_LEVEL=SYS is Azure's nccl-tests setting, which lets NCCL use GPUDirect RDMA for every
 # GPU-NIC pair of the VM's topology.
 _INFINIBAND = Fabric(name="infiniband", resource="rdma/ib", chart="network-operator",
-                     repository="https://helm.ngc.nvidia.com/nvidia", version="v25.10.0", namespace="network-operator",
+                     repository="https://helm.ngc.nvidia.com/nvidia", version=PINS["network-operator"].version,
+                     namespace="network-operator",
                      env=(("NCCL_NET", "IB"), ("NCCL_NET_GDR_LEVEL", "SYS"), ("NCCL_DEBUG", "INFO")),
                      installer="network-operator", peer_memory_by_operator=True)
 # OCI RDMA cluster networks (RoCE v2): Oracle's settings for every bare-metal GPU shape (oracle-quickstart/oci-hpc-oke

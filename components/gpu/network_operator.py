@@ -23,17 +23,19 @@ from components.clouds.labels import FABRIC_LABEL
 from components.clouds.profiles import Fabric
 from components.config.model import PlatformConfig
 from components.observability.reclaimer.component import IMAGE as DEBIAN_SLIM
+from components.pins import PINS
 from components.tenancy.isolation import privileged_namespace_labels
 
 API = "mellanox.com/v1alpha1"
 KIND = "NicClusterPolicy"
 # The operator reconciles the one cluster-scoped policy of this name.
 POLICY_NAME = "nic-cluster-policy"
-# Component images of Network Operator v25.10.0, as Azure/aks-rdma-infiniband's NicClusterPolicies pin them; the
-# driver tag gets "-<os><version>-<arch>" appended by the operator from the node's NFD labels.
 IMAGE_REPOSITORY = "nvcr.io/nvidia/mellanox"
+# The DOCA driver Azure/aks-rdma-infiniband's NicClusterPolicies pin (validated on ND sizes); the operator appends
+# "-<os><version>-<arch>" from the node's NFD labels. The policy names the driver, so a chart upgrade does not move it.
 DOCA_DRIVER = ("doca-driver", "doca3.2.0-25.10-1.2.8.0-2")
-SRIOV_DEVICE_PLUGIN = ("sriov-network-device-plugin", "network-operator-v25.10.0")
+# The operator's own components are tagged with its release (the chart's values.yaml tags its SR-IOV images so).
+SRIOV_DEVICE_PLUGIN = ("sriov-network-device-plugin", f"network-operator-v{PINS['network-operator'].version}")
 MELLANOX_VENDOR = "15b3"  # PCI vendor id of NVIDIA (Mellanox) NICs
 
 

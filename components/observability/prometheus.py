@@ -11,10 +11,11 @@ import pulumi_random as random
 
 from components.clouds.labels import POOL_LABEL
 from components.config.model import PlatformConfig
+from components.pins import PINS
 from components.tenancy.isolation import privileged_namespace_labels
 
 CHART = "kube-prometheus-stack"
-CHART_VERSION = "88.2.0"  # ships prometheus-operator v0.93.0, the CRDs in ../shared/upstream/prometheus-operator
+CHART_VERSION = PINS[CHART].version
 CHART_REPO = "https://prometheus-community.github.io/helm-charts"
 GRAFANA_DASHBOARD_LABEL = ("grafana_dashboard", "1")
 # Grafana's admin login comes from this Secret; without it the chart ships the well-known password "prom-operator".

@@ -16,6 +16,8 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from components.pins import PINS
+
 if TYPE_CHECKING:
     from components.context import Context
 
@@ -55,7 +57,7 @@ class SchedulerKind:
 KINDS: dict[str, SchedulerKind] = {k.name: k for k in (
     SchedulerKind(
         name="kueue", title="Kueue", namespace="kueue-system",
-        chart="oci://registry.k8s.io/kueue/charts/kueue", version="0.19.2", repository=None,
+        chart="oci://registry.k8s.io/kueue/charts/kueue", version=PINS["kueue"].version, repository=None,
         api="kueue.x-k8s.io/v1beta2", queue_kinds=("ClusterQueue", "LocalQueue"),
         # Kueue's LocalQueue defaulting sends unlabeled jobs of a namespace to its `default` queue.
         local_queue="default", installer="components.scheduling.kueue:install",
@@ -64,7 +66,7 @@ KINDS: dict[str, SchedulerKind] = {k.name: k for k in (
     ),
     SchedulerKind(
         name="volcano", title="Volcano", namespace="volcano-system",
-        chart="volcano", version="1.15.1", repository="https://volcano-sh.github.io/helm-charts",
+        chart="volcano", version=PINS["volcano"].version, repository="https://volcano-sh.github.io/helm-charts",
         api="scheduling.volcano.sh/v1beta1", queue_kinds=("Queue",),
         local_queue=None, installer="components.scheduling.volcano:install",
         workloads=False, topology=False, frameworks=False,

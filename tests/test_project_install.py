@@ -1,0 +1,33 @@
+"""`pulumi install` at the project root: Pulumi's pip toolchain creates the virtualenv Pulumi.yaml names and runs
+`pip install -r requirements.txt` in the project root (no option names another file), so that file must carry the
+program's runtime pins, the same ones pyproject.toml declares."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from conftest import ROOT
+
+tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from Python 3.11")
+
+
+def requirement_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_root_requirements_are_pyprojects_runtime_dependencies():
+    runtime = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    required = requirement_lines((ROOT / "requirements.txt").read_text())
+    assert sorted(required) == sorted(runtime)
+    assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9A-Za-z.]*", line) for line in required), required
+
+
+def test_pulumi_install_reads_the_root_requirements_into_the_projects_virtualenv():
+    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    runtime = project["runtime"]
+    assert runtime["name"] == "python"
+    # The pip toolchain installs <project root>/requirements.txt; uv and poetry would read pyproject.toml instead.
+    assert runtime["options"]["toolchain"] == "pip"
+    assert runtime["options"]["virtualenv"] == ".venv"
