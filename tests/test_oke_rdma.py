@@ -352,9 +352,9 @@ def test_rdma_pool_labels_the_kubelet_may_not_set_are_refused():
     assert [p for p in problems if p.startswith("gpuPools[0].labels")] == ["gpuPools[0].labels.node-role.kubernetes.io/gpu"]
 
 
-def test_topology_on_an_rdma_pool_needs_no_label_caveat():
+def test_topology_on_a_bare_metal_pool_is_refused_on_either_fabric():
+    """Only Oracle's node labeler writes the rdma.* levels, RDMA cluster network or not; the platform installs none."""
     pool = {"name": "t", "instanceType": "BM.GPU.H100.8", "minNodes": 2, "maxNodes": 2, "topology": True}
-    on_rdma = plan_stack("oci-prod", config_overrides=rdma_overrides({**pool, "fabric": "rdma"})).config.warnings
-    on_node_pool = plan_stack("oci-prod", config_overrides=rdma_overrides({**pool, "fabric": "none"})).config.warnings
-    assert not [w for w in on_rdma if "RDMA locality labels" in w]
-    assert [w for w in on_node_pool if "RDMA locality labels" in w]
+    for fabric in ("rdma", "none"):
+        message = errors(rdma_overrides({**pool, "fabric": fabric}))["gpuPools[0].topology"]
+        assert "oci-hpc-oke node labeler" in message and message.endswith("allowed: false"), fabric

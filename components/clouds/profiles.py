@@ -66,8 +66,9 @@ class NetworkTopology:
 
     levels: tuple[str, ...]  # broadest first; kubernetes.io/hostname is added below them
     instance_types: str  # regex of the instance types whose nodes carry every one of these labels
-    caveat: str = ""  # when nodes of those types may still lack the labels, warned about on opt-in
-    caveat_fabric: str = ""  # pools on this gpuPools[].fabric always carry the labels: no caveat for them
+    # Who writes the labels when the cloud itself does not: the platform installs no such writer, so a pool that
+    # would need them is refused rather than given levels no node carries (Kueue would admit none of its jobs).
+    writer: str = ""
 
     def labels(self, instance_type: str) -> bool:
         return re.fullmatch(self.instance_types, instance_type) is not None
@@ -854,18 +855,15 @@ PROFILES: dict[str, CloudProfile] = {
         # Bare-metal GPU pools on an RDMA cluster network of self-managed nodes (oci_fabric), as Oracle's
         # oci-hpc-oke quickstart builds them.
         fabrics={"rdma": _OCI_RDMA},
-        # OKE copies the RDMA locality from instance metadata into these labels at bootstrap
-        # (oracle-quickstart/oci-hpc-oke, using-rdma-network-locality-when-running-workloads-on-oke.md), but the
-        # metadata has it only for bare-metal nodes in a compute cluster/cluster network, which plain node pools are not.
+        # Not OKE but Oracle's node labeler (oci-hpc-oke's oci-hpc-oke-utils chart, from instance metadata) writes
+        # these; not installed: its image installs unpinned Python packages at start-up, it has no published chart
+        # repository to pin, and its repository has no license file.
         network_topology=NetworkTopology(
             levels=("oci.oraclecloud.com/rdma.hpc_island_id", "oci.oraclecloud.com/rdma.network_block_id",
                     "oci.oraclecloud.com/rdma.local_block_id"),
             instance_types=r"BM\.GPU.*",
-            caveat="OKE sets the RDMA locality labels only on bare-metal nodes in a compute cluster or cluster "
-                   "network, which OKE node pools are not (fabric: rdma pools are); keep topology: true only if your "
-                   "nodes carry oci.oraclecloud.com/rdma.* labels",
-            # RDMA pools are cluster networks (oci_fabric), whose nodes the quickstart's Kueue topology relies on.
-            caveat_fabric="rdma"),
+            writer="Oracle's oci-hpc-oke node labeler (chart oci-hpc-oke-utils), not OKE, writes them and the "
+                   "platform does not install it (it installs unpinned Python packages when its pods start)"),
     ),
 }
 
