@@ -617,7 +617,7 @@ def check_leaves(helm: Helm, chart: Rendered, report: LeafReport) -> None:
     output: read); then each leaf not yet shown read (bools, sentinels a template transforms or branches on),
     changed alone: read when the output differs from the planned values' output."""
     name, namespace, values = chart.release.inputs["name"], chart.namespace, chart.values
-    all_leaves = list(leaves(values))
+    all_leaves = [leaf for leaf in leaves(values) if leaf[0]]  # a release setting no values has no leaf
     base = helm.template_text(chart.package, name, namespace, values)
     marked = values
     for n, (path, value) in enumerate(all_leaves):

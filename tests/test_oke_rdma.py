@@ -164,7 +164,7 @@ def test_rdma_pool_is_a_cluster_network_not_a_node_pool(rdma):
                                                                            "ml-prod-oke-nvidia-gpu-plugin"}
 
 
-def test_instance_configuration_launches_rdma_nodes_on_vcn_native_pods(rdma):
+def test_instance_configuration_launches_rdma_nodes_on_flannel_pods(rdma):
     details = launch(rdma)
     assert details["shape"] == "BM.GPU.H100.8" and details["availabilityDomain"] == "Offline:US-ASHBURN-AD-1"
     assert details["sourceDetails"] == {"sourceType": "image", "imageId": RDMA_IMAGE, "bootVolumeSizeInGbs": "200"}
@@ -173,8 +173,8 @@ def test_instance_configuration_launches_rdma_nodes_on_vcn_native_pods(rdma):
     assert plugins == {"Compute HPC RDMA Authentication": "ENABLED", "Compute HPC RDMA Auto-Configuration": "ENABLED",
                        "Compute RDMA GPU Monitoring": "ENABLED"}
     metadata = details["metadata"]
-    assert metadata["oke-native-pod-networking"] == "true" and metadata["pod-subnets"].startswith(
-        "ml-prod-oke-network-pods")
+    # Flannel: no VCN-native keys, the node's podCIDR comes from the control plane.
+    assert not {"oke-native-pod-networking", "pod-subnets", "oke-max-pods"} & set(metadata)
 
 
 def test_cloud_init_joins_with_exactly_the_pools_taints_and_labels(rdma):

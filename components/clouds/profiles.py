@@ -256,6 +256,9 @@ class CloudProfile:
     network_topology: NetworkTopology | None = None
     # The fast fabrics the platform can attach to this cloud's GPU pools, by gpuPools[].fabric value.
     fabrics: dict[str, Fabric] = field(default_factory=dict)
+    # The cluster's CNI enforces no NetworkPolicy, so the platform installs Calico in policy-only mode beside it
+    # (components/tenancy/calico.py) on clusters it creates.
+    calico_policy_only: bool = False
 
 
 def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
@@ -335,10 +338,19 @@ def _vcn_cidr(value: str) -> str | None:
     net = _ipv4_network(value)
     if net is None:
         return f"{value!r} is not an IPv4 network like 10.0.0.0/16 (host bits zero)"
-    # OCI allows /16 to /30; OkeNetwork carves endpoint, load balancer, node and pod subnets out of a /16.
-    return None if net.prefixlen == 16 else f"must be a /16 (OkeNetwork splits it into four subnets); got /{net.prefixlen}"
+    # OCI allows /16 to /30; OkeNetwork carves endpoint, load balancer and node subnets out of a /16.
+    if net.prefixlen != 16:
+        return f"must be a /16 (OkeNetwork splits it into three subnets); got /{net.prefixlen}"
+    # Flannel's pod and the service ranges live outside the VCN, which must not overlap them.
+    for other in (OKE_POD_CIDR, OKE_SERVICE_CIDR):
+        if net.overlaps(ipaddress.IPv4Network(other)):
+            return f"overlaps {other}, the cluster's flannel pod or service range; pick another /16"
+    return None
 
 
+# OKE's flannel pod and service ranges (its defaults), set explicitly so the VCN can be checked against them.
+OKE_POD_CIDR = "10.244.0.0/16"
+OKE_SERVICE_CIDR = "10.96.0.0/16"
 # AKS overlay ranges (components/clouds/azure.py): pods and services live outside the VNet, which must not overlap them.
 AKS_POD_CIDR = "192.168.0.0/16"
 AKS_SERVICE_CIDR = "172.16.0.0/16"
@@ -809,8 +821,11 @@ PROFILES: dict[str, CloudProfile] = {
             "vcnCidr": ExtraKey(str, "CIDR of the VCN created when vcnId is omitted", check=_vcn_cidr),
             "nodeSubnetId": ExtraKey(str, "existing private node subnet OCID", requires=("vcnId",),
                                      check=_ocid("subnet")),
-            "podSubnetId": ExtraKey(str, "existing private pod subnet OCID (VCN-native pod networking); "
-                                         "default: the node subnet", requires=("vcnId",), check=_ocid("subnet")),
+            # Refused, not dropped silently: an adopted network planned for VCN-native pods must be re-planned.
+            "podSubnetId": ExtraKey(str, "not used: pods run on flannel overlay (docs/oci.md)",
+                                    check=lambda v: "OKE clusters here use flannel overlay pod networking, the only one "
+                                                    "Calico's policy-only install fits (docs/oci.md); pods take no "
+                                                    "subnet: remove it. allowed: (absent)"),
             "endpointSubnetId": ExtraKey(str, "existing API endpoint subnet OCID", requires=("vcnId",),
                                          check=_ocid("subnet")),
             "serviceLbSubnetId": ExtraKey(str, "existing load balancer subnet OCID", requires=("vcnId",),
@@ -855,6 +870,8 @@ PROFILES: dict[str, CloudProfile] = {
         # Bare-metal GPU pools on an RDMA cluster network of self-managed nodes (oci_fabric), as Oracle's
         # oci-hpc-oke quickstart builds them.
         fabrics={"rdma": _OCI_RDMA},
+        # Neither OKE CNI enforces NetworkPolicy; Oracle's route is Calico ("Pod Networking").
+        calico_policy_only=True,
         # Not OKE but Oracle's node labeler (oci-hpc-oke's oci-hpc-oke-utils chart, from instance metadata) writes
         # these; not installed: its image installs unpinned Python packages at start-up, it has no published chart
         # repository to pin, and its repository has no license file.
