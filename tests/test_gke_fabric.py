@@ -274,7 +274,8 @@ def test_nccl_test_uses_the_gpu_nics(machine, fabric):
     (nccl,) = spec["containers"]
     assert nccl["image"] == fabric.gpudirect.installer_image
     assert {m["name"] for m in nccl["volumeMounts"]} <= volumes
-    assert {"name": "libraries", "mountPath": "/usr/local/nvidia/lib64"} in nccl["volumeMounts"]
+    # Read-only: the node's NCCL plugin is shared by every pod on it (the team's admission policy requires it).
+    assert {"name": "libraries", "mountPath": "/usr/local/nvidia/lib64", "readOnly": True} in nccl["volumeMounts"]
     env = {e["name"]: e["value"] for e in nccl["env"]}
     assert env == dict(fabric.env) and "NCCL_NET" not in env  # no socket fallback
     assert nccl["resources"]["limits"] == {"nvidia.com/gpu": "8"}
@@ -285,14 +286,14 @@ def test_nccl_test_uses_the_gpu_nics(machine, fabric):
 
 
 def test_nccl_test_runs_in_a_team_whose_pod_security_admits_gpudirect(capsys):
-    # gcp-prod: research (podSecurity privileged, GPU014 exempted in the stack file) is picked, search is refused.
+    # gcp-prod: research (podSecurity fabric-sidecar) is picked, search (baseline) is refused.
     assert main(["nccl-test", "gcp-prod", "--pool", "h100-train"]) == 0
     captured = capsys.readouterr()
     (job,) = [o for o in yaml.safe_load_all(captured.out) if o["kind"] == "Job"]
     assert job["metadata"]["namespace"] == "research" and captured.err == ""
     assert main(["nccl-test", "gcp-prod", "--pool", "h100-train", "--team", "search"]) == 2
     err = capsys.readouterr().err
-    assert "Pod Security baseline refuses in 'search'" in err and "teams[].podSecurity: privileged" in err
+    assert "Pod Security baseline refuses in 'search'" in err and "teams[].podSecurity: fabric-sidecar" in err
     assert "Traceback" not in err
 
 
@@ -300,12 +301,11 @@ def test_a_gpudirect_pool_no_team_can_use_is_warned_and_nccl_test_refused(tmp_pa
     stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.gcp-prod.yaml").read_text())
     for team in stack["config"]["gpu-platform:teams"]:
         team.pop("podSecurity", None)
-    del stack["config"]["gpu-platform:policy"]
     path = tmp_path / "Pulumi.gcp-prod.yaml"
     path.write_text(yaml.safe_dump(stack))
     config = validate_stack(None, path)[3]
     (warning,) = [w for w in config.warnings if w.startswith("gpuPools[0].fabric: ")]
-    assert "gpudirect-tcpx pods need Pod Security privileged" in warning and "(research, search)" in warning
+    assert "gpudirect-tcpx pods need Pod Security fabric-sidecar" in warning and "(research, search)" in warning
     assert main(["nccl-test", "--file", str(path), "--pool", "h100-train"]) == 2
     assert "refuses in 'research', 'search'" in capsys.readouterr().err
 
@@ -315,8 +315,11 @@ def test_turning_the_fabric_on_replaces_only_the_fabric_pool():
     from gpu_platform.engine.plan import PROJECT_ROOT, read_stack_config
     from gpu_platform.engine.replacements import replace_paths, value_at
 
-    raw = read_stack_config(PROJECT_ROOT / "stacks" / "Pulumi.gcp-prod.yaml")["gpu-platform:gpuPools"]
-    off = plan_stack("gcp-prod", config_overrides={"gpu-platform:gpuPools": [{**p, "fabric": "none"} for p in raw]})
+    raw = read_stack_config(PROJECT_ROOT / "stacks" / "Pulumi.gcp-prod.yaml")
+    # Without the fabric there is no sidecar to except: its team goes back to baseline.
+    off = plan_stack("gcp-prod", config_overrides={
+        "gpu-platform:gpuPools": [{**p, "fabric": "none"} for p in raw["gpu-platform:gpuPools"]],
+        "gpu-platform:teams": [{k: v for k, v in t.items() if k != "podSecurity"} for t in raw["gpu-platform:teams"]]})
     on = plan_stack("gcp-prod")
 
     def keys(result):

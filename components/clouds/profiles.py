@@ -522,7 +522,7 @@ _TCPX = Fabric(
          ("NCCL_DEBUG", "INFO")),
     needs_managed_driver=True,
     # The RxDM sidecar mounts /sys and /proc/sys and adds NET_ADMIN; the workload mounts the node's NCCL plugin.
-    pod_security="privileged",
+    pod_security="fabric-sidecar",
     nccl_test_image=_TCPX_PLUGIN, nccl_test_binary=_GPUDIRECT_ALL_REDUCE,
     gpudirect=GpuDirect(
         installer="nccl-tcpx-installer",
@@ -557,7 +557,7 @@ _TCPXO = Fabric(
          ("NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE", f"{_GKE_LIB}/a3plus_guest_config.textproto"),
          ("NCCL_FASTRAK_PLUGIN_ACCEPT_TIMEOUT_MS", "600000"), ("NCCL_NVLS_ENABLE", "0"), ("NCCL_DEBUG", "INFO")),
     needs_managed_driver=True,
-    pod_security="privileged",
+    pod_security="fabric-sidecar",
     nccl_test_image=_TCPXO_PLUGIN, nccl_test_binary=_GPUDIRECT_ALL_REDUCE,
     gpudirect=GpuDirect(
         installer="nccl-tcpxo-installer",

@@ -10,7 +10,7 @@ from components.config import capacity
 from components.config.errors import Problems
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
 from components.config.model import (
-    EGRESS, POD_SECURITY_LEVELS, PRIORITIES, Gang, GpuPool, Observability, Scheduler, Team, default,
+    EGRESS, FABRIC_SIDECAR, POD_SECURITY_LEVELS, PRIORITIES, Gang, GpuPool, Observability, Scheduler, Team, default,
     pod_security_admits,
 )
 from components.config.training import read_frameworks
@@ -206,6 +206,14 @@ def fabric_pod_security(pool_items: list[Any], pools: list[GpuPool], teams: list
     """A pool whose fabric's pods need a looser Pod Security level than every team with quota on it enforces: the
     fabric is built, and no team's pods can use it."""
     index = name_index(pool_items)
+    sidecar_pools = {p.name for p in pools if (f := prof.fabrics.get(p.fabric)) and f.gpudirect}
+    for i, team in enumerate(teams):
+        # The exception is the fabric's sidecar: without such a pool there is nothing to except.
+        if team.pod_security == FABRIC_SIDECAR and not sidecar_pools & set(team.quotas):
+            problems.add(join(join("teams", i), "podSecurity"),
+                         f"{FABRIC_SIDECAR} excepts only the sidecar of a GPUDirect fabric (gpuPools[].fabric "
+                         "gpudirect-tcpx or gpudirect-tcpxo), and none of the team's pools has one; allowed: "
+                         f"{', '.join(p for p in POD_SECURITY_LEVELS if p != FABRIC_SIDECAR)}")
     for pool in pools:
         fabric = prof.fabrics.get(pool.fabric)
         # Only fabrics that need more than the default level: a team's stricter choice is its own.
