@@ -131,6 +131,10 @@ def unconfined_seccomp(pod):
     main(pod)["securityContext"]["seccompProfile"] = {"type": "Unconfined"}
 
 
+def unconfined_pod_seccomp(pod):
+    pod["spec"]["securityContext"] = {"seccompProfile": {"type": "Unconfined"}}
+
+
 def unconfined_apparmor_annotation(pod):
     pod["metadata"]["annotations"]["container.apparmor.security.beta.kubernetes.io/nccl"] = "unconfined"
 
@@ -166,6 +170,7 @@ REFUSED = [
     (host_pid, "host namespaces"),
     (host_port, "host ports"),
     (unconfined_seccomp, "seccomp"),
+    (unconfined_pod_seccomp, "seccomp"),
     (unconfined_apparmor_annotation, "AppArmor"),
     (selinux_user, "SELinux"),
     (unmasked_proc, "procMount"),

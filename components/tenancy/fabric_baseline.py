@@ -70,16 +70,14 @@ def _workload_paths(sidecars: list[GpuDirect]) -> tuple[list[str], list[str]]:
     return sorted(p for p in paths if not writable_host_path(p)), sorted(p for p in paths if writable_host_path(p))
 
 
-def _set(path: str, expr: str) -> str:
-    """`expr` on the optional field at dotted `path` below `c`; true when any step is absent."""
-    steps = path.split(".")
-    guards = " && ".join(f"has(c.{'.'.join(steps[:i + 1])})" for i in range(len(steps)))
-    return f"!({guards}) || {expr}"
+POD = "object.spec"
 
 
-def _pod_set(path: str, expr: str) -> str:
+def _unset_or(path: str, expr: str, root: str = "c") -> str:
+    """`expr` on the optional field at dotted `path` below `root` (a container, or `object.spec`); true when any
+    step is absent, as Pod Security treats unset fields."""
     steps = path.split(".")
-    guards = " && ".join(f"has(object.spec.{'.'.join(steps[:i + 1])})" for i in range(len(steps)))
+    guards = " && ".join(f"has({root}.{'.'.join(steps[:i + 1])})" for i in range(len(steps)))
     return f"(!({guards}) || {expr})"
 
 
@@ -116,10 +114,10 @@ def baseline_rules(sidecars: list[GpuDirect]) -> dict[str, Any]:
                             "!(has(object.spec.hostPID) && object.spec.hostPID) && "
                             "!(has(object.spec.hostIPC) && object.spec.hostIPC)",
          "hostNetwork, hostPID and hostIPC must be unset or false"),
-        ("privileged", "variables.containers.all(c, " + _set("securityContext.privileged",
+        ("privileged", "variables.containers.all(c, " + _unset_or("securityContext.privileged",
                                                              "!c.securityContext.privileged") + ")",
          "containers may not be privileged"),
-        ("capabilities", "variables.containers.all(c, " + _set(
+        ("capabilities", "variables.containers.all(c, " + _unset_or(
             "securityContext.capabilities.add",
             f"c.securityContext.capabilities.add.all(a, a in {_lit(list(BASELINE_CAPABILITIES))} || "
             f"{sidecar_may('caps', 'a')})") + ")",
@@ -129,35 +127,35 @@ def baseline_rules(sidecars: list[GpuDirect]) -> dict[str, Any]:
         ("hostPath mounts", f"variables.containers.all(c, {mounts_ok})",
          "only the fabric sidecar mounts its host paths; other containers mount the fabric's workload host paths, "
          "read-only except device directories"),
-        ("host ports", "variables.containers.all(c, " + _set(
+        ("host ports", "variables.containers.all(c, " + _unset_or(
             "ports", "c.ports.all(p, !has(p.hostPort) || p.hostPort == 0)") + ")",
          "containers may not use host ports"),
-        ("SELinux", _pod_set("securityContext.seLinuxOptions", "object.spec.securityContext.seLinuxOptions.all("
+        ("SELinux", _unset_or("securityContext.seLinuxOptions", "object.spec.securityContext.seLinuxOptions.all("
                              f"k, k == 'level' || (k == 'type' && object.spec.securityContext.seLinuxOptions.type in "
-                             f"{_lit(list(SELINUX_TYPES))}))") + " && variables.containers.all(c, " + _set(
+                             f"{_lit(list(SELINUX_TYPES))}))", POD) + " && variables.containers.all(c, " + _unset_or(
             "securityContext.seLinuxOptions", "c.securityContext.seLinuxOptions.all(k, k == 'level' || "
             f"(k == 'type' && c.securityContext.seLinuxOptions.type in {_lit(list(SELINUX_TYPES))}))") + ")",
          "SELinux options may set only level and a container type"),
-        ("seccomp", _pod_set("securityContext.seccompProfile",
-                             "object.spec.securityContext.seccompProfile.type != 'Unconfined'") +
-         " && variables.containers.all(c, " + _set("securityContext.seccompProfile",
+        ("seccomp", _unset_or("securityContext.seccompProfile",
+                             "object.spec.securityContext.seccompProfile.type != 'Unconfined'", POD) +
+         " && variables.containers.all(c, " + _unset_or("securityContext.seccompProfile",
                                                    "c.securityContext.seccompProfile.type != 'Unconfined'") + ")",
          "seccomp profiles may not be Unconfined"),
-        ("AppArmor", _pod_set("securityContext.appArmorProfile",
-                              "object.spec.securityContext.appArmorProfile.type != 'Unconfined'") +
-         " && variables.containers.all(c, " + _set("securityContext.appArmorProfile",
+        ("AppArmor", _unset_or("securityContext.appArmorProfile",
+                              "object.spec.securityContext.appArmorProfile.type != 'Unconfined'", POD) +
+         " && variables.containers.all(c, " + _unset_or("securityContext.appArmorProfile",
                                                    "c.securityContext.appArmorProfile.type != 'Unconfined'") +
          f") && ({apparmor})",
          "AppArmor profiles may not be Unconfined"),
-        ("procMount", "variables.containers.all(c, " + _set("securityContext.procMount",
+        ("procMount", "variables.containers.all(c, " + _unset_or("securityContext.procMount",
                                                             "c.securityContext.procMount == 'Default'") + ")",
          "procMount must be Default"),
-        ("sysctls", _pod_set("securityContext.sysctls", "object.spec.securityContext.sysctls.all(s, s.name in "
-                                                        f"{_lit(list(SAFE_SYSCTLS))})"),
+        ("sysctls", _unset_or("securityContext.sysctls", "object.spec.securityContext.sysctls.all(s, s.name in "
+                                                        f"{_lit(list(SAFE_SYSCTLS))})", POD),
          "only the baseline's safe sysctls"),
-        ("hostProcess", _pod_set("securityContext.windowsOptions.hostProcess",
-                                 "!object.spec.securityContext.windowsOptions.hostProcess") +
-         " && variables.containers.all(c, " + _set("securityContext.windowsOptions.hostProcess",
+        ("hostProcess", _unset_or("securityContext.windowsOptions.hostProcess",
+                                 "!object.spec.securityContext.windowsOptions.hostProcess", POD) +
+         " && variables.containers.all(c, " + _unset_or("securityContext.windowsOptions.hostProcess",
                                                    "!c.securityContext.windowsOptions.hostProcess") + ")",
          "Windows hostProcess containers are not allowed"),
     ]
