@@ -664,7 +664,9 @@ def test_every_values_leaf_we_set_is_read_by_a_template(leaf_report, rendered, h
                                      for (chart, path), why in unexpected.items())
     assert set(leaf_report.unread) == set(UNREAD_LEAVES), "an UNREAD_LEAVES entry no longer applies"
     charts = {chart for _, charts in rendered.values() for chart in charts}
-    assert {chart for chart, _ in leaf_report.checked} == charts
+    # A release that sets no values (the Calico CRD chart) has no leaf to check.
+    setting = {name for _, charts in rendered.values() for name, chart in charts.items() if chart.values}
+    assert {chart for chart, _ in leaf_report.checked} == setting
     print(f"\n{len(leaf_report.checked)} distinct values leaves over {len(charts)} charts: "
           f"{sum(v == 'sentinel' for v in leaf_report.checked.values())} by sentinel, "
           f"{sum(v == 'changed' for v in leaf_report.checked.values())} by changed output; "
