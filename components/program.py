@@ -11,14 +11,15 @@ from components.clouds.existing import ExistingCluster
 from components.config.model import PlatformConfig
 from components.context import Context
 from components.gpu import layer as gpu
+from components.network import layer as network
 from components.observability import layer as observability
 from components.scheduling import layer as scheduling
 from components.stack_facts import StackFacts
 
 # Layers inside the cluster, in install order. Imported eagerly: every stack installs all of them, and none imports
 # a cloud provider SDK (the cluster class, which does, stays behind `cluster_class`).
-LAYERS: tuple[Callable[[Context], None], ...] = (gpu.install, autoscaling.install, scheduling.install,
-                                                 observability.install)
+LAYERS: tuple[Callable[[Context], None], ...] = (network.install, gpu.install, autoscaling.install,
+                                                 scheduling.install, observability.install)
 
 
 def build(config: PlatformConfig) -> dict[str, Any]:

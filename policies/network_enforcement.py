@@ -9,12 +9,16 @@ from __future__ import annotations
 import json
 from typing import Callable
 
+from collections.abc import Mapping
+
 from pulumi_policy import PolicyResource
 
+from policies.charts import Release, releases
 from policies.graph import Graph
 from policies.props import Undecidable, get
 
 EKS_ADDON = "aws:eks/addon:Addon"
+CALICO_OPERATOR = "tigera-operator"
 # AKS's networkProfile.networkPolicy values that enforce (its API also takes `none`).
 AKS_ENFORCERS = ("azure", "calico", "cilium")
 
@@ -63,10 +67,30 @@ def _gke(cluster: PolicyResource, graph: Graph) -> str | None:
 def _oke(cluster: PolicyResource, graph: Graph) -> str | None:
     cnis = sorted({str(get(o, "cniType", "")) for o in get(cluster.props, "clusterPodNetworkOptions", [])
                    if get(o, "cniType")}) or ["FLANNEL_OVERLAY"]
-    # Both OKE CNIs leave NetworkPolicy to Calico (OKE "Pod Networking": "Both ... enable you to implement
-    # Kubernetes NetworkPolicy resources by allowing you to use Calico"); the stack installs none.
-    return (f"OKE's {', '.join(cnis)} CNI does not enforce NetworkPolicy objects; Oracle's route is Calico in "
-            "policy-only mode, which this stack does not install")
+    # Both OKE CNIs leave NetworkPolicy to Calico (OKE "Pod Networking"). The operator can run it beside flannel
+    # only (Calico's CNI on host-local IPAM over the node podCIDR, which VCN-native pods do not use).
+    if cnis != ["FLANNEL_OVERLAY"]:
+        return (f"OKE's {', '.join(cnis)} CNI does not enforce NetworkPolicy objects, and Calico through the "
+                "tigera operator fits only FLANNEL_OVERLAY clusters")
+    operators = releases(graph, CALICO_OPERATOR)
+    if not operators:
+        return ("OKE's FLANNEL_OVERLAY CNI does not enforce NetworkPolicy objects; Oracle's route is Calico in "
+                "policy-only mode, which this stack does not install (no tigera-operator release)")
+    problems = [problem for release in operators if (problem := _calico_problem(release))]
+    return None if len(problems) < len(operators) else "; ".join(problems)
+
+
+def _calico_problem(release: Release) -> str | None:
+    """Why a tigera-operator release does not make Calico police the pods, or None. Fail closed: only values the
+    release sets count, not the operator's provider-dependent defaults."""
+    installation = release.values.get("installation")
+    if not isinstance(installation, Mapping) or installation.get("enabled") is not True:
+        return f"{release.resource.name} does not set installation.enabled: true, so no Calico runs"
+    cni = get(installation, "cni.type")
+    if cni != "Calico":
+        # Felix polices only the interfaces of the CNI it was told about; no other type names OKE's flannel.
+        return f"{release.resource.name} sets installation.cni.type {cni or '(unset)'}, not Calico"
+    return None
 
 
 READERS: dict[str, Callable[[PolicyResource, Graph], str | None]] = {

@@ -62,7 +62,6 @@ EXISTING = textwrap.dedent("""\
           imageId: ocid1.image.oc1.iad.ol8
           vcnId: ocid1.vcn.oc1.iad.shared
           nodeSubnetId: ocid1.subnet.oc1.iad.nodes
-          podSubnetId: ocid1.subnet.oc1.iad.pods
           endpointSubnetId: ocid1.subnet.oc1.iad.api
           serviceLbSubnetId: ocid1.subnet.oc1.iad.lb
       gpu-platform:gpuPools:
@@ -115,12 +114,14 @@ def taints_in_script(script: str) -> list[dict[str, str]]:
 
 # --- cluster and network ----------------------------------------------------------------------------------------
 
-def test_production_cluster_is_enhanced_private_vcn_native_and_protected(prod):
+def test_production_cluster_is_enhanced_private_flannel_and_protected(prod):
     cluster = one(prod, "oci:ContainerEngine/cluster:Cluster", "ml-prod-oke-cluster")
     assert cluster.inputs["type"] == "ENHANCED_CLUSTER"
     assert cluster.inputs["kubernetesVersion"] == "v1.35.1"
     assert cluster.inputs["endpointConfig"]["isPublicIpEnabled"] is False
-    assert cluster.inputs["clusterPodNetworkOptions"] == [{"cniType": "OCI_VCN_IP_NATIVE"}]
+    assert cluster.inputs["clusterPodNetworkOptions"] == [{"cniType": "FLANNEL_OVERLAY"}]
+    assert cluster.inputs["options"]["kubernetesNetworkConfig"] == {"podsCidr": "10.244.0.0/16",
+                                                                     "servicesCidr": "10.96.0.0/16"}
     assert cluster.inputs["compartmentId"] == PROD_EXTRAS["compartmentId"]
     assert cluster.options["protect"] is True
     oke = [r for r in prod.resources if r.type.startswith("oci:")]
@@ -129,11 +130,11 @@ def test_production_cluster_is_enhanced_private_vcn_native_and_protected(prod):
 
 def test_production_network_keeps_api_and_nodes_private(prod):
     subnets = {r.name.removeprefix("ml-prod-oke-network-"): r.inputs for r in prod.of_type("oci:Core/subnet:Subnet")}
-    assert set(subnets) == {"endpoint", "lb", "nodes", "pods"}
+    assert set(subnets) == {"endpoint", "lb", "nodes"}
     assert {k: v["cidrBlock"] for k, v in subnets.items()} == {
-        "endpoint": "10.0.0.0/28", "lb": "10.0.1.0/24", "nodes": "10.0.16.0/20", "pods": "10.0.128.0/17"}
+        "endpoint": "10.0.0.0/28", "lb": "10.0.1.0/24", "nodes": "10.0.16.0/20"}
     assert {k: v["prohibitPublicIpOnVnic"] for k, v in subnets.items()} == {
-        "endpoint": True, "lb": False, "nodes": True, "pods": True}
+        "endpoint": True, "lb": False, "nodes": True}
     private_rt = one(prod, "oci:Core/routeTable:RouteTable", "ml-prod-oke-network-private-rt")
     rules = {r["destinationType"]: r for r in private_rt.inputs["routeRules"]}
     assert rules["SERVICE_CIDR_BLOCK"]["destination"] == "all-off-services-in-oracle-services-network"
@@ -166,12 +167,12 @@ def test_existing_network_is_used_not_created(existing):
     (_, nodes), = gpu_node_pools(existing)
     details = nodes.inputs["nodeConfigDetails"]
     assert {p["subnetId"] for p in details["placementConfigs"]} == {"ocid1.subnet.oc1.iad.nodes"}
-    assert details["nodePoolPodNetworkOptionDetails"]["podSubnetIds"] == ["ocid1.subnet.oc1.iad.pods"]
+    assert details["nodePoolPodNetworkOptionDetails"] == {"cniType": "FLANNEL_OVERLAY"}
 
 
 def test_subnet_plan_and_dns_label():
     assert subnet_plan("172.16.0.0/16") == {"endpoint": "172.16.0.0/28", "lb": "172.16.1.0/24",
-                                            "nodes": "172.16.16.0/20", "pods": "172.16.128.0/17"}
+                                            "nodes": "172.16.16.0/20"}
     assert dns_label("ml-prod-oke") == "mlprodoke"
     assert dns_label("4090-cluster-number-one") == "k4090clusternum"
 
@@ -237,11 +238,25 @@ def test_spot_pools_are_preemptible_and_others_are_not(prod):
     assert [c.inputs["poolName"] for c, _ in gpu_node_pools(prod) if c.inputs["capacityType"] == "spot"] == ["a10-spot"]
 
 
-def test_pool_pods_use_vcn_native_networking_on_the_pod_subnet(prod):
+def test_pool_pods_use_flannel_like_the_cluster(prod):
+    """Calico's policy-only layout needs the node podCIDR flannel gives; VCN-native pods have none."""
     for _, nodes in gpu_node_pools(prod):
-        option = nodes.inputs["nodeConfigDetails"]["nodePoolPodNetworkOptionDetails"]
-        assert option["cniType"] == "OCI_VCN_IP_NATIVE"
-        assert option["podSubnetIds"][0].startswith("ml-prod-oke-network-pods-")
+        assert nodes.inputs["nodeConfigDetails"]["nodePoolPodNetworkOptionDetails"] == {"cniType": "FLANNEL_OVERLAY"}
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("podSubnetId", "ocid1.subnet.oc1.iad.pods", "flannel overlay"),
+    ("vcnCidr", "10.244.0.0/16", "overlaps 10.244.0.0/16"),
+    ("vcnCidr", "10.96.0.0/16", "overlaps 10.96.0.0/16"),
+])
+def test_network_keys_that_clash_with_flannel_are_refused_at_their_path(key, value, expected):
+    extras = {**PROD_EXTRAS, key: value}
+    if key == "podSubnetId":
+        extras.update(vcnId="ocid1.vcn.oc1.iad.v", nodeSubnetId="ocid1.subnet.oc1.iad.n",
+                      endpointSubnetId="ocid1.subnet.oc1.iad.e", serviceLbSubnetId="ocid1.subnet.oc1.iad.l")
+    with pytest.raises(ConfigError) as info:
+        plan_stack("oci-prod", config_overrides={"gpu-platform:cluster": {**PROD["gpu-platform:cluster"], "oci": extras}})
+    assert expected in str(info.value) and f"cluster.oci.{key}" in str(info.value)
 
 
 def test_one_availability_domain_when_configured_and_operator_pools_boot_the_plain_image(dev):

@@ -35,8 +35,11 @@ TCPX, TCPXO = GCP.fabrics["gpudirect-tcpx"], GCP.fabrics["gpudirect-tcpxo"]
 
 
 def pools(*items, teams=None):
+    # Privileged admits GPUDirect pods on every pool here (fabric-sidecar needs a GPUDirect pool in the quotas), so
+    # `auto` picks the fabric: these tests are about the fabric, not the team's level.
     return {"gpu-platform:gpuPools": list(items),
-            "gpu-platform:teams": teams or [{"name": "lab", "quotas": {items[0]["name"]: 8}}]}
+            "gpu-platform:teams": teams or [{"name": "lab", "quotas": {items[0]["name"]: 8},
+                                             "podSecurity": "privileged"}]}
 
 
 def plan(*items, **extra):
@@ -174,7 +177,7 @@ def test_fabric_none_creates_no_networks_and_leaves_the_cluster_as_before():
 def test_both_fabrics_in_one_cluster_keep_separate_nic_ranges():
     result = plan({"name": "high", "instanceType": "a3-highgpu-8g", "maxNodes": 2},
                   {"name": "mega", "instanceType": "a3-megagpu-8g", "maxNodes": 2},
-                  teams=[{"name": "lab", "quotas": {"high": 8, "mega": 8}}])
+                  teams=[{"name": "lab", "quotas": {"high": 8, "mega": 8}, "podSecurity": "fabric-sidecar"}])
     ranges = [ipaddress.ip_network(r.inputs["ipCidrRange"]) for r in result.of_type(SUBNET)
               if "-tcpx" in r.inputs["name"]]
     assert len(ranges) == 12 and all(not a.overlaps(b) for i, a in enumerate(ranges) for b in ranges[i + 1:])
@@ -274,7 +277,8 @@ def test_nccl_test_uses_the_gpu_nics(machine, fabric):
     (nccl,) = spec["containers"]
     assert nccl["image"] == fabric.gpudirect.installer_image
     assert {m["name"] for m in nccl["volumeMounts"]} <= volumes
-    assert {"name": "libraries", "mountPath": "/usr/local/nvidia/lib64"} in nccl["volumeMounts"]
+    # Read-only: the node's NCCL plugin is shared by every pod on it (the team's admission policy requires it).
+    assert {"name": "libraries", "mountPath": "/usr/local/nvidia/lib64", "readOnly": True} in nccl["volumeMounts"]
     env = {e["name"]: e["value"] for e in nccl["env"]}
     assert env == dict(fabric.env) and "NCCL_NET" not in env  # no socket fallback
     assert nccl["resources"]["limits"] == {"nvidia.com/gpu": "8"}
@@ -285,29 +289,53 @@ def test_nccl_test_uses_the_gpu_nics(machine, fabric):
 
 
 def test_nccl_test_runs_in_a_team_whose_pod_security_admits_gpudirect(capsys):
-    # gcp-prod: research (podSecurity privileged, GPU014 exempted in the stack file) is picked, search is refused.
+    # gcp-prod: research (podSecurity fabric-sidecar) is picked, search (baseline) is refused.
     assert main(["nccl-test", "gcp-prod", "--pool", "h100-train"]) == 0
     captured = capsys.readouterr()
     (job,) = [o for o in yaml.safe_load_all(captured.out) if o["kind"] == "Job"]
     assert job["metadata"]["namespace"] == "research" and captured.err == ""
     assert main(["nccl-test", "gcp-prod", "--pool", "h100-train", "--team", "search"]) == 2
     err = capsys.readouterr().err
-    assert "Pod Security baseline refuses in 'search'" in err and "teams[].podSecurity: privileged" in err
+    assert "Pod Security baseline refuses in 'search'" in err and "teams[].podSecurity: fabric-sidecar" in err
     assert "Traceback" not in err
 
 
-def test_a_gpudirect_pool_no_team_can_use_is_warned_and_nccl_test_refused(tmp_path, capsys):
+def without_fabric_teams(tmp_path, fabric: str | None):
     stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.gcp-prod.yaml").read_text())
     for team in stack["config"]["gpu-platform:teams"]:
         team.pop("podSecurity", None)
-    del stack["config"]["gpu-platform:policy"]
+    if fabric:
+        stack["config"]["gpu-platform:gpuPools"][0]["fabric"] = fabric
     path = tmp_path / "Pulumi.gcp-prod.yaml"
     path.write_text(yaml.safe_dump(stack))
+    return path
+
+
+def test_auto_never_resolves_to_a_fabric_no_team_can_use(tmp_path, capsys):
+    path = without_fabric_teams(tmp_path, None)
+    config = validate_stack(None, path)[3]
+    assert config.gpu_pools[0].fabric == "none"
+    (warning,) = [w for w in config.warnings if w.startswith("gpuPools[0].fabric: ")]
+    assert "auto leaves 'h100-train' without gpudirect-tcpx" in warning and "(research, search)" in warning
+    assert main(["plan", "--file", str(path)]) == 0
+    assert "gpudirect" not in capsys.readouterr().out.split("teams:")[0]
+
+
+def test_an_explicit_fabric_no_team_can_use_is_warned_shown_unused_and_nccl_test_refused(tmp_path, capsys):
+    path = without_fabric_teams(tmp_path, "gpudirect-tcpx")
     config = validate_stack(None, path)[3]
     (warning,) = [w for w in config.warnings if w.startswith("gpuPools[0].fabric: ")]
-    assert "gpudirect-tcpx pods need Pod Security privileged" in warning and "(research, search)" in warning
+    assert "gpudirect-tcpx pods need Pod Security fabric-sidecar" in warning and "(research, search)" in warning
+    assert main(["plan", "--file", str(path)]) == 0
+    assert "gpudirect-tcpx (unused: no team with quota admits its pods)" in capsys.readouterr().out
     assert main(["nccl-test", "--file", str(path), "--pool", "h100-train"]) == 2
     assert "refuses in 'research', 'search'" in capsys.readouterr().err
+
+
+def test_the_summary_shows_a_used_fabric_plainly(capsys):
+    assert main(["plan", "gcp-prod"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("h100-train"))
+    assert row.rstrip().endswith("gpudirect-tcpx")
 
 
 def test_turning_the_fabric_on_replaces_only_the_fabric_pool():
@@ -315,8 +343,11 @@ def test_turning_the_fabric_on_replaces_only_the_fabric_pool():
     from gpu_platform.engine.plan import PROJECT_ROOT, read_stack_config
     from gpu_platform.engine.replacements import replace_paths, value_at
 
-    raw = read_stack_config(PROJECT_ROOT / "stacks" / "Pulumi.gcp-prod.yaml")["gpu-platform:gpuPools"]
-    off = plan_stack("gcp-prod", config_overrides={"gpu-platform:gpuPools": [{**p, "fabric": "none"} for p in raw]})
+    raw = read_stack_config(PROJECT_ROOT / "stacks" / "Pulumi.gcp-prod.yaml")
+    # Without the fabric there is no sidecar to except: its team goes back to baseline.
+    off = plan_stack("gcp-prod", config_overrides={
+        "gpu-platform:gpuPools": [{**p, "fabric": "none"} for p in raw["gpu-platform:gpuPools"]],
+        "gpu-platform:teams": [{k: v for k, v in t.items() if k != "podSecurity"} for t in raw["gpu-platform:teams"]]})
     on = plan_stack("gcp-prod")
 
     def keys(result):

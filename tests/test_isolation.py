@@ -47,8 +47,10 @@ def test_team_namespaces_enforce_baseline_and_audit_restricted_at_the_cluster_mi
     version = "v" + str((stack_config(stack)["gpu-platform:cluster"]).get("kubernetesVersion", DEFAULT_KUBERNETES_VERSION))
     for team in teams_of(stack):
         labels = namespaces(plan)[team["name"]]["labels"]
+        # fabric-sidecar: PSA admits all, the team's own admission policy holds baseline (test_fabric_baseline.py).
+        level = team.get("podSecurity", "baseline").replace("fabric-sidecar", "privileged")
         assert {k: v for k, v in labels.items() if k.startswith(PSA)} == {
-            f"{PSA}/enforce": team.get("podSecurity", "baseline"), f"{PSA}/enforce-version": version,
+            f"{PSA}/enforce": level, f"{PSA}/enforce-version": version,
             f"{PSA}/audit": "restricted", f"{PSA}/audit-version": version,
             f"{PSA}/warn": "restricted", f"{PSA}/warn-version": version}
 
@@ -77,7 +79,7 @@ def test_unknown_pod_security_level_lists_the_allowed(raw):
     with pytest.raises(ConfigError) as exc:
         validate(raw)
     (problem,) = [p for p in exc.value.problems if p.path == "teams[0].podSecurity"]
-    assert "allowed: baseline, restricted, privileged" in problem.message
+    assert "allowed: baseline, restricted, fabric-sidecar, privileged" in problem.message
 
 
 def test_platform_namespaces_say_what_they_allow_and_are_not_team_namespaces():

@@ -164,7 +164,7 @@ def test_rdma_pool_is_a_cluster_network_not_a_node_pool(rdma):
                                                                            "ml-prod-oke-nvidia-gpu-plugin"}
 
 
-def test_instance_configuration_launches_rdma_nodes_on_vcn_native_pods(rdma):
+def test_instance_configuration_launches_rdma_nodes_on_flannel_pods(rdma):
     details = launch(rdma)
     assert details["shape"] == "BM.GPU.H100.8" and details["availabilityDomain"] == "Offline:US-ASHBURN-AD-1"
     assert details["sourceDetails"] == {"sourceType": "image", "imageId": RDMA_IMAGE, "bootVolumeSizeInGbs": "200"}
@@ -173,8 +173,8 @@ def test_instance_configuration_launches_rdma_nodes_on_vcn_native_pods(rdma):
     assert plugins == {"Compute HPC RDMA Authentication": "ENABLED", "Compute HPC RDMA Auto-Configuration": "ENABLED",
                        "Compute RDMA GPU Monitoring": "ENABLED"}
     metadata = details["metadata"]
-    assert metadata["oke-native-pod-networking"] == "true" and metadata["pod-subnets"].startswith(
-        "ml-prod-oke-network-pods")
+    # Flannel: no VCN-native keys, the node's podCIDR comes from the control plane.
+    assert not {"oke-native-pod-networking", "pod-subnets", "oke-max-pods"} & set(metadata)
 
 
 def test_cloud_init_joins_with_exactly_the_pools_taints_and_labels(rdma):
@@ -352,9 +352,9 @@ def test_rdma_pool_labels_the_kubelet_may_not_set_are_refused():
     assert [p for p in problems if p.startswith("gpuPools[0].labels")] == ["gpuPools[0].labels.node-role.kubernetes.io/gpu"]
 
 
-def test_topology_on_an_rdma_pool_needs_no_label_caveat():
+def test_topology_on_a_bare_metal_pool_is_refused_on_either_fabric():
+    """Only Oracle's node labeler writes the rdma.* levels, RDMA cluster network or not; the platform installs none."""
     pool = {"name": "t", "instanceType": "BM.GPU.H100.8", "minNodes": 2, "maxNodes": 2, "topology": True}
-    on_rdma = plan_stack("oci-prod", config_overrides=rdma_overrides({**pool, "fabric": "rdma"})).config.warnings
-    on_node_pool = plan_stack("oci-prod", config_overrides=rdma_overrides({**pool, "fabric": "none"})).config.warnings
-    assert not [w for w in on_rdma if "RDMA locality labels" in w]
-    assert [w for w in on_node_pool if "RDMA locality labels" in w]
+    for fabric in ("rdma", "none"):
+        message = errors(rdma_overrides({**pool, "fabric": fabric}))["gpuPools[0].topology"]
+        assert "oci-hpc-oke node labeler" in message and message.endswith("allowed: false"), fabric

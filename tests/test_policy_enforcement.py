@@ -32,8 +32,8 @@ def with_cluster(type_: str, inputs_: dict) -> dict:
 def test_fixtures_and_every_example_stack_enforce():
     for fixture in ("aws-prod", "gcp-dev"):
         assert ids(run(load(fixture), "GPU016")) == []
-    # The planned stacks, as the cluster components build them (oci-prod's finding is exempted in its stack file).
-    for stack in ("aws-dev", "aws-prod", "azure-prod", "gcp-dev", "gcp-prod"):
+    # The planned stacks, as the cluster components build them (OKE with Calico: tests/test_oke_calico.py).
+    for stack in ("aws-dev", "aws-prod", "azure-prod", "gcp-dev", "gcp-prod", "oci-prod"):
         plan = base_plan(stack)
         assert ids(run(plan, "GPU016", environment=None)) == [], stack
 
@@ -98,15 +98,9 @@ def test_oke_names_its_cni_and_the_calico_route():
     report = run(with_cluster("oci:ContainerEngine/cluster:Cluster",
                               {"clusterPodNetworkOptions": [{"cniType": "OCI_VCN_IP_NATIVE"}]}), "GPU016")
     assert "OKE's OCI_VCN_IP_NATIVE CNI does not enforce NetworkPolicy objects" in report.findings[0].message
-    assert "Calico in policy-only mode" in report.findings[0].message
-
-
-def test_oci_prod_passes_only_through_its_reasoned_exemption(tmp_path):
-    out = tmp_path / "report.json"
-    assert main(["check", "oci-prod", "--format", "json", "--out", str(out)]) == 0
-    waived = [f for f in json.loads(out.read_text())["findings"] if f["rule"] == "GPU016"]
-    assert len(waived) == 1 and not waived[0]["failing"]
-    assert "OCI_VCN_IP_NATIVE CNI does not enforce NetworkPolicy" in waived[0]["message"]
+    assert "fits only FLANNEL_OVERLAY clusters" in report.findings[0].message
+    flannel = run(with_cluster("oci:ContainerEngine/cluster:Cluster", {}), "GPU016")
+    assert "Calico in policy-only mode, which this stack does not install" in flannel.findings[0].message
 
 
 def test_exemption_waives_the_finding():

@@ -10,6 +10,7 @@ import yaml
 from components.catalog import instance_types, lookup
 from components.clouds.profiles import PROFILES
 from components.config import validate
+from components.config.errors import ConfigError
 from components.config.parse import parse
 from components.scheduling import kueue, topology
 from conftest import upstream
@@ -151,11 +152,27 @@ def test_opting_in_where_the_cloud_sets_no_labels_places_by_host_and_warns():
     assert any("gpuPools[0].topology" in w and "by host" in w for w in plan.warnings)
 
 
-def test_opting_in_on_oke_warns_that_nodes_need_the_rdma_labels():
-    plan = plan_stack("oci-prod", config_overrides=opted_in("oci-prod", 0))
-    assert level_labels(plan, topology.NETWORK)[0] == "oci.oraclecloud.com/rdma.hpc_island_id"
-    assert any("gpuPools[0].topology" in w and "compute cluster" in w and "admits no job" in w
-               for w in plan.warnings)
+def test_opting_in_a_bare_metal_oke_pool_is_refused_at_its_field():
+    with pytest.raises(ConfigError, match=r"gpuPools\[0\]\.topology.*oci-hpc-oke node labeler.*allowed: false"):
+        plan_stack("oci-prod", config_overrides=opted_in("oci-prod", 0))
+
+
+def test_opting_in_an_oke_vm_pool_still_places_by_host():
+    plan = plan_stack("oci-prod", config_overrides=opted_in("oci-prod", 2))
+    assert list(by_name(plan, "Topology")) == [topology.HOSTS]
+    assert any("gpuPools[2].topology" in w and "by host" in w for w in plan.warnings)
+
+
+def test_oke_levels_are_exactly_the_labels_oracles_labeler_writes():
+    """The refusal names the labels a user's own labeler install must write: the rdma.* levels oci-hpc-oke-utils 0.2.1
+    writes, in the order of the Kueue Topology oci-hpc-oke ships."""
+    written = yaml.safe_load(upstream("oci-hpc-oke/oci-hpc-oke-utils-labels.yaml").read_text())
+    labels = {entry["label"] for entry in written["labeler_daemonset"]["labels"]}
+    shipped = yaml.safe_load(upstream("oci-hpc-oke/kueue-topology.yaml").read_text())
+    levels = [lv["nodeLabel"] for lv in shipped["spec"]["levels"] if lv["nodeLabel"] != topology.HOSTNAME]
+    ours = PROFILES["oci"].network_topology.levels
+    assert list(ours) == levels and set(ours) <= labels
+    assert PROFILES["oci"].network_topology.writer
 
 
 # --- CRD conformance --------------------------------------------------------------------------------------------
@@ -164,9 +181,10 @@ def tas_plans():
     return [plan_stack("aws-prod", config_overrides=opted_in("aws-prod", 0, 1, 2)),
             plan_stack("aws-prod", config_overrides=p6_beside_p5()),
             plan_stack("azure-prod", config_overrides=opted_in("azure-prod", 0)),
-            plan_stack("gcp-prod", config_overrides=with_pools("gcp-prod", lambda p: p[0].update(
-                instanceType="a3-ultragpu-8g", topology=True))),
-            plan_stack("oci-prod", config_overrides=opted_in("oci-prod", 0))]
+            # A3 Ultra has no GPUDirect sidecar to except: its team goes back to baseline.
+            plan_stack("gcp-prod", config_overrides={**with_pools("gcp-prod", lambda p: p[0].update(
+                instanceType="a3-ultragpu-8g", topology=True)), "gpu-platform:teams": [
+                {k: v for k, v in t.items() if k != "podSecurity"} for t in stack_config("gcp-prod")["gpu-platform:teams"]]})]
 
 
 def test_topologies_and_tas_flavors_validate_against_the_v0_19_2_crds():
@@ -181,8 +199,8 @@ def test_topologies_and_tas_flavors_validate_against_the_v0_19_2_crds():
         for name, obj in by_name(plan, "ResourceFlavor").items():
             assert crd_errors(FLAVOR_CRD, "v1beta2", obj) == [], name
             assert topology_cel(obj) == [], name
-    # EKS (three layers, and p6-b200's four), GKE and OKE levels, and host-only (AKS, and aws-prod's unlabelled pools)
-    assert len(seen) == 5
+    # EKS (three layers, and p6-b200's four), GKE levels, and host-only (AKS, and aws-prod's unlabelled pools)
+    assert len(seen) == 4
 
 
 def test_the_strict_schema_rejects_a_misspelt_level():

@@ -27,7 +27,10 @@ def test_namespaces_carry_the_team_labels(stack):
     for team in teams_of(stack):
         ns = by_name(plan, "Namespace")[team["name"]]["metadata"]
         ours = {k: v for k, v in ns["labels"].items() if k.startswith("gpu-platform.io/")}
-        assert ours == {"gpu-platform.io/team": team["name"], "gpu-platform.io/priority": team.get("priority", "normal")}
+        policy = ({"gpu-platform.io/pod-security-policy": f"gpu-platform-fabric-baseline-{team['name']}"}
+                  if team.get("podSecurity") == "fabric-sidecar" else {})
+        assert ours == {"gpu-platform.io/team": team["name"], "gpu-platform.io/priority": team.get("priority", "normal"),
+                        **policy}
         assert "annotations" not in ns  # the Volcano queue annotation only with Volcano
 
 

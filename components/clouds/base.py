@@ -9,7 +9,16 @@ from components.args import fill_defaults
 from components.clouds.labels import pool_labels, pool_taints
 from components.clouds.profiles import CloudProfile
 from components.config.capacity import mig_strategy, pool_units
-from components.config.model import GpuPool, PlatformConfig, Taint
+from components.config.model import GpuPool, PlatformConfig, Taint, pod_security_admits
+
+
+def fabric_teams(config: PlatformConfig, pool: GpuPool, profile: CloudProfile) -> list[str]:
+    """Teams with quota on the pool whose Pod Security level admits the pool's fabric pods (none without a fabric)."""
+    fabric = profile.fabrics.get(pool.fabric)
+    if fabric is None:
+        return []
+    return [t.name for t in config.teams if t.quotas.get(pool.name) and pod_security_admits(t.pod_security,
+                                                                                            fabric.pod_security)]
 
 
 @dataclass
@@ -46,6 +55,8 @@ class GpuNodePoolArgs:
     """Clients per GPU when sharing is mps or time-slicing."""
     fabric: Optional[str] = "none"
     """The node-to-node fabric the pool's nodes attach: none, or the cloud's (efa on EKS)."""
+    fabric_teams: Optional[list[str]] = field(default_factory=list)
+    """Teams whose pods can use the fabric (quota on the pool, Pod Security admitting its pods); none: it is unused."""
     labels: Optional[dict[str, str]] = field(default_factory=dict)
     """Node labels every node of the pool carries."""
     taints: Optional[list[dict[str, str]]] = field(default_factory=list)
@@ -64,7 +75,7 @@ class GpuNodePoolArgs:
             gpu_model=pool.instance.gpu.name, gpus_per_node=pool.instance.gpus, min_nodes=pool.min_nodes,
             max_nodes=pool.max_nodes, driver=pool.driver, capacity_type=pool.capacity_type, workload=pool.workload,
             sharing_mode=pool.sharing.mode, mig_config=pool.sharing.mig_config_name, replicas=pool.sharing.replicas,
-            fabric=pool.fabric,
+            fabric=pool.fabric, fabric_teams=fabric_teams(config, pool, profile),
             labels=pool_labels(config, pool),
             taints=[{"key": t.key, "value": t.value, "effect": t.effect} for t in pool_taints(pool, profile)],
             advertised=pool_units(pool, mig_strategy(config.gpu_pools)),
@@ -96,6 +107,7 @@ class GpuNodePool(pulumi.ComponentResource):
             "sharing": {"mode": args.sharing_mode, "migConfig": args.mig_config, "replicas": args.replicas},
             "driver": args.driver,
             "fabric": args.fabric,
+            "fabricTeams": list(args.fabric_teams),
             "labels": labels,
             "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints],
             "advertised": advertised,

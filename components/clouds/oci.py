@@ -1,4 +1,4 @@
-"""OKE: an ENHANCED cluster on VCN-native pod networking, a system node pool and one tainted node pool per GPU pool."""
+"""OKE: an ENHANCED cluster on flannel overlay pod networking, a system node pool and one tainted node pool per GPU pool."""
 from __future__ import annotations
 
 import json
@@ -14,8 +14,9 @@ from components.autoscaling.values import SERVICE_ACCOUNT as AUTOSCALER_SERVICE_
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.clouds import oci_fabric
 from components.clouds.oci_network import OkeNetwork
-from components.clouds.oci_nodes import GPU_BOOT_VOLUME_GB, SYSTEM_SHAPE_CONFIG, node_pool, register_with_taints
-from components.clouds.profiles import profile
+from components.clouds.oci_nodes import (GPU_BOOT_VOLUME_GB, POD_NETWORK, SYSTEM_SHAPE_CONFIG, node_pool,
+                                         register_with_taints)
+from components.clouds.profiles import OKE_POD_CIDR, OKE_SERVICE_CIDR, profile
 from components.config.model import PlatformConfig
 
 SYSTEM_POOL = "system"
@@ -65,17 +66,20 @@ class OkeCluster(PlatformCluster):
             endpoint_config=ce.ClusterEndpointConfigArgs(subnet_id=network.endpoint_subnet_id,
                                                          is_public_ip_enabled=not private,
                                                          nsg_ids=network.endpoint_nsg_ids or None),
-            # VCN-native pods: no overlay on GPU-to-GPU traffic that falls back to TCP, pods reachable and
-            # filterable like any VCN address; flannel would save addresses but encapsulate every packet.
-            cluster_pod_network_options=[ce.ClusterClusterPodNetworkOptionArgs(cni_type="OCI_VCN_IP_NATIVE")],
-            options=ce.ClusterOptionsArgs(service_lb_subnet_ids=[network.lb_subnet_id]),
+            # Flannel, not VCN-native: NetworkPolicy needs Calico, and the operator's only layout that leaves pod
+            # routing to OKE's CNI is Calico's CNI on host-local IPAM over each node's podCIDR, which flannel has.
+            cluster_pod_network_options=[ce.ClusterClusterPodNetworkOptionArgs(cni_type=POD_NETWORK)],
+            options=ce.ClusterOptionsArgs(
+                service_lb_subnet_ids=[network.lb_subnet_id],
+                kubernetes_network_config=ce.ClusterOptionsKubernetesNetworkConfigArgs(
+                    pods_cidr=OKE_POD_CIDR, services_cidr=OKE_SERVICE_CIDR)),
             opts=child,
         )
 
         plugin_off = self._nvidia_plugin_off(name, child)
         ads = self._availability_domains(extras)
         common = {"cluster": self.cluster, "compartment": compartment, "version": version, "ads": ads,
-                  "node_subnet": network.node_subnet_id, "pod_subnet": network.pod_subnet_id}
+                  "node_subnet": network.node_subnet_id}
         system = config.cluster.system_pool
         self.system_pool = node_pool(
             f"{name}-{SYSTEM_POOL}", f"{config.cluster.name}-{SYSTEM_POOL}", shape=system.instance_type,
@@ -97,7 +101,7 @@ class OkeCluster(PlatformCluster):
                 _, nodes_network = oci_fabric.cluster_network(
                     f"{name}-{pool.cloud_name}", pool, compartment=compartment, version=version,
                     image=extras["rdmaImageId"], ad=ads.apply(lambda found: found[0]),
-                    node_subnet=network.node_subnet_id, pod_subnet=network.pod_subnet_id,
+                    node_subnet=network.node_subnet_id,
                     endpoint=self.cluster.endpoints.apply(lambda eps: eps[0].private_endpoint.rsplit(":", 1)[0]),
                     ca_cert=self._ca_cert(private=True),
                     extra_args=oci_fabric.kubelet_args(gpu_pool.taints, gpu_pool.labels, prof.taint_effects),

@@ -20,8 +20,6 @@ from components.config.model import GpuPool, Taint
 # and their health monitoring (the quickstart's oke-rdma pool enables exactly these three).
 RDMA_AGENT_PLUGINS = ("Compute HPC RDMA Authentication", "Compute HPC RDMA Auto-Configuration",
                       "Compute RDMA GPU Monitoring")
-# The quickstart's worker_rdma_max_pods_per_node: VCN-native pods take one VNIC address each.
-MAX_PODS = 64
 # ibv_reg_mr pins memory, which fails under CRI-O's default 8 MB locked-memory limit: RDMA pods need it unlimited
 # (the quickstart's oke-ubuntu-cloud-init.sh writes the same drop-in), so no pod needs IPC_LOCK.
 _MEMLOCK = ("mkdir -p /etc/crio/crio.conf.d\n"
@@ -83,18 +81,15 @@ def cloud_init(endpoint: str, ca_cert: str, extra_args: str) -> str:
 
 
 def cluster_network(name: str, pool: GpuPool, *, compartment: str, version: str, image: str, ad: pulumi.Input[str],
-                    node_subnet: pulumi.Input[str], pod_subnet: pulumi.Input[str], endpoint: pulumi.Input[str],
+                    node_subnet: pulumi.Input[str], endpoint: pulumi.Input[str],
                     ca_cert: pulumi.Input[str], extra_args: str, boot_volume_gb: int,
                     opts: pulumi.ResourceOptions) -> tuple[core.InstanceConfiguration, core.ClusterNetwork]:
     """The pool's instance configuration and its cluster network of `maxNodes` nodes, in one availability domain."""
     user_data = pulumi.Output.all(endpoint, ca_cert).apply(lambda args: cloud_init(args[0], args[1], extra_args))
     metadata = {
         "user_data": user_data,
-        # VCN-native pod networking on a self-managed node: OKE's bootstrap reads these (terraform-oci-oke
-        # instanceconfig.tf, cni_type npn), or pods get no VNIC addresses.
-        "oke-native-pod-networking": "true",
-        "oke-max-pods": str(MAX_PODS),
-        "pod-subnets": pod_subnet,
+        # No oke-native-pod-networking/pod-subnets keys: on a flannel cluster the node's podCIDR comes from the
+        # control plane (terraform-oci-oke sets them only for cni_type npn).
         "oke-k8version": version,
     }
     config = core.InstanceConfiguration(

@@ -17,17 +17,13 @@ _ICMP_PATH_MTU = core.SecurityListIngressSecurityRuleIcmpOptionsArgs(type=3, cod
 
 
 def subnet_plan(vcn_cidr: str) -> dict[str, str]:
-    """Endpoint, load balancer, node and pod subnets of a /16 VCN.
-
-    Pods get the upper half: with VCN-native pod networking every pod takes a VCN address.
-    """
+    """Endpoint, load balancer and node subnets of a /16 VCN (flannel pods take addresses off the VCN)."""
     vcn = ipaddress.IPv4Network(vcn_cidr)
     slash24 = list(vcn.subnets(new_prefix=24))
     return {
         "endpoint": str(next(slash24[0].subnets(new_prefix=28))),
         "lb": str(slash24[1]),
         "nodes": str(list(vcn.subnets(new_prefix=20))[1]),
-        "pods": str(list(vcn.subnets(new_prefix=17))[1]),
     }
 
 
@@ -38,7 +34,7 @@ def dns_label(name: str) -> str:
 
 
 class OkeNetwork(pulumi.ComponentResource):
-    """VCN, gateways, route tables, security lists and the four subnets OKE uses, or the ids of existing ones."""
+    """VCN, gateways, route tables, security lists and the three subnets OKE uses, or the ids of existing ones."""
 
     TYPE = "gpu-platform:oci:OkeNetwork"
 
@@ -46,7 +42,6 @@ class OkeNetwork(pulumi.ComponentResource):
     endpoint_subnet_id: pulumi.Output[str]
     lb_subnet_id: pulumi.Output[str]
     node_subnet_id: pulumi.Output[str]
-    pod_subnet_id: pulumi.Output[str]
     endpoint_nsg_ids: list[pulumi.Output[str]]
 
     def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
@@ -57,12 +52,11 @@ class OkeNetwork(pulumi.ComponentResource):
             self.endpoint_subnet_id = pulumi.Output.from_input(extras["endpointSubnetId"])
             self.lb_subnet_id = pulumi.Output.from_input(extras["serviceLbSubnetId"])
             self.node_subnet_id = pulumi.Output.from_input(extras["nodeSubnetId"])
-            self.pod_subnet_id = pulumi.Output.from_input(extras.get("podSubnetId", extras["nodeSubnetId"]))
         else:
             self._create(name, config, extras["compartmentId"], extras.get("vcnCidr", DEFAULT_VCN_CIDR))
         self.endpoint_nsg_ids = self._authorized_networks(name, config, extras["compartmentId"])
         self.register_outputs({"vcnId": self.vcn_id, "nodeSubnetId": self.node_subnet_id,
-                               "podSubnetId": self.pod_subnet_id, "endpointSubnetId": self.endpoint_subnet_id,
+                               "endpointSubnetId": self.endpoint_subnet_id,
                                "lbSubnetId": self.lb_subnet_id, "endpointNsgIds": self.endpoint_nsg_ids})
 
     def _authorized_networks(self, name: str, config: PlatformConfig, compartment: str) -> list[pulumi.Output[str]]:
@@ -151,4 +145,3 @@ class OkeNetwork(pulumi.ComponentResource):
         self.endpoint_subnet_id = endpoint.id
         self.lb_subnet_id = subnet("lb", True, public_rt, lb_sl).id
         self.node_subnet_id = subnet("nodes", False, private_rt, private_sl).id
-        self.pod_subnet_id = subnet("pods", False, private_rt, private_sl).id

@@ -21,6 +21,9 @@ SYSTEM_SHAPE_CONFIG = ce.NodePoolNodeShapeConfigArgs(ocpus=4, memory_in_gbs=32)
 # size EKS GPU nodes get).
 GPU_BOOT_VOLUME_GB = 200
 
+# The cluster's and every node pool's CNI (oci.py says why flannel).
+POD_NETWORK = "FLANNEL_OVERLAY"
+
 
 def register_with_taints(taints: Sequence[Taint], effects: dict[str, str]) -> str:
     """The kubelet flag that taints a node as it registers, in the kubelet's `key=value:Effect` spelling."""
@@ -56,11 +59,11 @@ def placements(ads: pulumi.Input[list[str]], subnet_id: pulumi.Input[str],
 
 
 def node_pool(name: str, pool_name: str, *, cluster: ce.Cluster, compartment: str, version: str, shape: str, image: str,
-              size: int, ads: pulumi.Input[list[str]], node_subnet: pulumi.Input[str], pod_subnet: pulumi.Input[str],
+              size: int, ads: pulumi.Input[list[str]], node_subnet: pulumi.Input[str],
               labels: dict[str, str], kubelet_args: str | None, preemptible: bool = False,
               shape_config: ce.NodePoolNodeShapeConfigArgs | None = None, boot_volume_gb: int | None = None,
               opts: pulumi.ResourceOptions) -> ce.NodePool:
-    """An OKE node pool on VCN-native pod networking, sized by the Cluster Autoscaler after creation.
+    """An OKE node pool on flannel overlay pod networking, sized by the Cluster Autoscaler after creation.
 
     A larger boot volume needs kubelet_args: only that cloud-init grows the filesystem into it.
     """
@@ -87,7 +90,7 @@ def node_pool(name: str, pool_name: str, *, cluster: ce.Cluster, compartment: st
             size=size,
             placement_configs=placements(ads, node_subnet, preemptible),
             node_pool_pod_network_option_details=ce.NodePoolNodeConfigDetailsNodePoolPodNetworkOptionDetailsArgs(
-                cni_type="OCI_VCN_IP_NATIVE", pod_subnet_ids=[pod_subnet]),
+                cni_type=POD_NETWORK),
         ),
         initial_node_labels=[ce.NodePoolInitialNodeLabelArgs(key=k, value=v) for k, v in labels.items()],
         node_metadata=metadata,

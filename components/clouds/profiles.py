@@ -68,11 +68,12 @@ class NetworkTopology:
 
     levels: tuple[str, ...]  # broadest first; kubernetes.io/hostname is added below them
     instance_types: str  # regex of the instance types whose nodes carry every one of these labels
-    caveat: str = ""  # when nodes of those types may still lack the labels, warned about on opt-in
-    caveat_fabric: str = ""  # pools on this gpuPools[].fabric always carry the labels: no caveat for them
     # A layer below `levels` that only some of those types have (their nodes carry its label too), and their regex.
     deeper_level: str = ""
     deeper_instance_types: str = ""
+    # Who writes the labels when the cloud itself does not: the platform installs no such writer, so a pool that
+    # would need them is refused rather than given levels no node carries (Kueue would admit none of its jobs).
+    writer: str = ""
 
     def labels(self, instance_type: str) -> bool:
         return re.fullmatch(self.instance_types, instance_type) is not None
@@ -266,6 +267,9 @@ class CloudProfile:
     network_topology: NetworkTopology | None = None
     # The fast fabrics the platform can attach to this cloud's GPU pools, by gpuPools[].fabric value.
     fabrics: dict[str, Fabric] = field(default_factory=dict)
+    # The cluster's CNI enforces no NetworkPolicy, so the platform installs Calico in policy-only mode beside it
+    # (components/tenancy/calico.py) on clusters it creates.
+    calico_policy_only: bool = False
 
 
 def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
@@ -345,10 +349,19 @@ def _vcn_cidr(value: str) -> str | None:
     net = _ipv4_network(value)
     if net is None:
         return f"{value!r} is not an IPv4 network like 10.0.0.0/16 (host bits zero)"
-    # OCI allows /16 to /30; OkeNetwork carves endpoint, load balancer, node and pod subnets out of a /16.
-    return None if net.prefixlen == 16 else f"must be a /16 (OkeNetwork splits it into four subnets); got /{net.prefixlen}"
+    # OCI allows /16 to /30; OkeNetwork carves endpoint, load balancer and node subnets out of a /16.
+    if net.prefixlen != 16:
+        return f"must be a /16 (OkeNetwork splits it into three subnets); got /{net.prefixlen}"
+    # Flannel's pod and the service ranges live outside the VCN, which must not overlap them.
+    for other in (OKE_POD_CIDR, OKE_SERVICE_CIDR):
+        if net.overlaps(ipaddress.IPv4Network(other)):
+            return f"overlaps {other}, the cluster's flannel pod or service range; pick another /16"
+    return None
 
 
+# OKE's flannel pod and service ranges (its defaults), set explicitly so the VCN can be checked against them.
+OKE_POD_CIDR = "10.244.0.0/16"
+OKE_SERVICE_CIDR = "10.96.0.0/16"
 # AKS overlay ranges (components/clouds/azure.py): pods and services live outside the VNet, which must not overlap them.
 AKS_POD_CIDR = "192.168.0.0/16"
 AKS_SERVICE_CIDR = "172.16.0.0/16"
@@ -523,7 +536,7 @@ _TCPX = Fabric(
          ("NCCL_DEBUG", "INFO")),
     needs_managed_driver=True,
     # The RxDM sidecar mounts /sys and /proc/sys and adds NET_ADMIN; the workload mounts the node's NCCL plugin.
-    pod_security="privileged",
+    pod_security="fabric-sidecar",
     nccl_test_image=_TCPX_PLUGIN, nccl_test_binary=_GPUDIRECT_ALL_REDUCE,
     gpudirect=GpuDirect(
         installer="nccl-tcpx-installer",
@@ -558,7 +571,7 @@ _TCPXO = Fabric(
          ("NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE", f"{_GKE_LIB}/a3plus_guest_config.textproto"),
          ("NCCL_FASTRAK_PLUGIN_ACCEPT_TIMEOUT_MS", "600000"), ("NCCL_NVLS_ENABLE", "0"), ("NCCL_DEBUG", "INFO")),
     needs_managed_driver=True,
-    pod_security="privileged",
+    pod_security="fabric-sidecar",
     nccl_test_image=_TCPXO_PLUGIN, nccl_test_binary=_GPUDIRECT_ALL_REDUCE,
     gpudirect=GpuDirect(
         installer="nccl-tcpxo-installer",
@@ -824,8 +837,11 @@ PROFILES: dict[str, CloudProfile] = {
             "vcnCidr": ExtraKey(str, "CIDR of the VCN created when vcnId is omitted", check=_vcn_cidr),
             "nodeSubnetId": ExtraKey(str, "existing private node subnet OCID", requires=("vcnId",),
                                      check=_ocid("subnet")),
-            "podSubnetId": ExtraKey(str, "existing private pod subnet OCID (VCN-native pod networking); "
-                                         "default: the node subnet", requires=("vcnId",), check=_ocid("subnet")),
+            # Refused, not dropped silently: an adopted network planned for VCN-native pods must be re-planned.
+            "podSubnetId": ExtraKey(str, "not used: pods run on flannel overlay (docs/oci.md)",
+                                    check=lambda v: "OKE clusters here use flannel overlay pod networking, the only one "
+                                                    "Calico's policy-only install fits (docs/oci.md); pods take no "
+                                                    "subnet: remove it. allowed: (absent)"),
             "endpointSubnetId": ExtraKey(str, "existing API endpoint subnet OCID", requires=("vcnId",),
                                          check=_ocid("subnet")),
             "serviceLbSubnetId": ExtraKey(str, "existing load balancer subnet OCID", requires=("vcnId",),
@@ -870,18 +886,17 @@ PROFILES: dict[str, CloudProfile] = {
         # Bare-metal GPU pools on an RDMA cluster network of self-managed nodes (oci_fabric), as Oracle's
         # oci-hpc-oke quickstart builds them.
         fabrics={"rdma": _OCI_RDMA},
-        # OKE copies the RDMA locality from instance metadata into these labels at bootstrap
-        # (oracle-quickstart/oci-hpc-oke, using-rdma-network-locality-when-running-workloads-on-oke.md), but the
-        # metadata has it only for bare-metal nodes in a compute cluster/cluster network, which plain node pools are not.
+        # Neither OKE CNI enforces NetworkPolicy; Oracle's route is Calico ("Pod Networking").
+        calico_policy_only=True,
+        # Not OKE but Oracle's node labeler (oci-hpc-oke's oci-hpc-oke-utils chart, from instance metadata) writes
+        # these; not installed: its image installs unpinned Python packages at start-up, it has no published chart
+        # repository to pin, and its repository has no license file.
         network_topology=NetworkTopology(
             levels=("oci.oraclecloud.com/rdma.hpc_island_id", "oci.oraclecloud.com/rdma.network_block_id",
                     "oci.oraclecloud.com/rdma.local_block_id"),
             instance_types=r"BM\.GPU.*",
-            caveat="OKE sets the RDMA locality labels only on bare-metal nodes in a compute cluster or cluster "
-                   "network, which OKE node pools are not (fabric: rdma pools are); keep topology: true only if your "
-                   "nodes carry oci.oraclecloud.com/rdma.* labels",
-            # RDMA pools are cluster networks (oci_fabric), whose nodes the quickstart's Kueue topology relies on.
-            caveat_fabric="rdma"),
+            writer="Oracle's oci-hpc-oke node labeler (chart oci-hpc-oke-utils), not OKE, writes them and the "
+                   "platform does not install it (it installs unpinned Python packages when its pods start)"),
     ),
 }
 

@@ -18,8 +18,11 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 PRIORITIES = ("critical", "high", "normal", "low")
 EGRESS = ("internet", "none")
 # Pod Security levels a team namespace may enforce: baseline by default; privileged only where a fabric needs it.
-POD_SECURITY_LEVELS = ("baseline", "restricted", "privileged")
-_STRICTEST_FIRST = ("restricted", "baseline", "privileged")  # each admits every pod the ones before it admit
+# fabric-sidecar: baseline for every pod except exactly the team's GPUDirect sidecar, held by the platform's own
+# admission policy (components/tenancy/fabric_baseline.py), since Pod Security admission has no such exception.
+FABRIC_SIDECAR = "fabric-sidecar"
+POD_SECURITY_LEVELS = ("baseline", "restricted", FABRIC_SIDECAR, "privileged")
+_STRICTEST_FIRST = ("restricted", "baseline", FABRIC_SIDECAR, "privileged")  # each admits every pod the ones before it admit
 
 
 def pod_security_admits(level: str, needed: str) -> bool:

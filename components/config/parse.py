@@ -20,8 +20,8 @@ from components.config.pools import (
     cloud_pool_checks, one_gpu_operator, read_pools, scale_from_zero_warnings, spot_warnings,
 )
 from components.config.teams import (
-    RESERVED_NAMESPACES, fabric_pod_security, read_scheduler, read_teams, reclaim_opt_ins, team_principal_checks,
-    team_quota_rules,
+    RESERVED_NAMESPACES, auto_fabrics_teams_can_use, fabric_pod_security, read_scheduler, read_teams, reclaim_opt_ins,
+    team_principal_checks, team_quota_rules,
 )
 from components.config.cron import cron_problem
 from components.config.provisioning import (
@@ -56,6 +56,8 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     declared = set(name_index(pool_items))
     scheduler = read_scheduler(top.value("scheduler", {}), problems)
     teams = read_teams(top.list("teams", required=True), pools, declared, problems)
+    if prof:
+        pools = auto_fabrics_teams_can_use(pool_items, pools, teams, prof, problems)
     observability = _observability(top.value("observability", {}), problems)
     _namespaces(observability, teams, problems)
     policy = read_policy(top.value("policy", {}), problems)

@@ -1,6 +1,7 @@
 """Teams and the scheduler in the stack config: quotas, borrowing, priorities, and the checks across teams."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 # A module reference, not a name: labels imports the config model, so it may still be initializing here.
@@ -8,9 +9,10 @@ from components.clouds import labels as node_facts
 from components.clouds.profiles import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
+from components.config.fabric import AUTO, NONE
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
 from components.config.model import (
-    EGRESS, POD_SECURITY_LEVELS, PRIORITIES, Gang, GpuPool, Observability, Scheduler, Team, default,
+    EGRESS, FABRIC_SIDECAR, POD_SECURITY_LEVELS, PRIORITIES, Gang, GpuPool, Observability, Scheduler, Team, default,
     pod_security_admits,
 )
 from components.config.training import read_frameworks
@@ -201,11 +203,44 @@ def team_principal_checks(teams: list[Team], prof: CloudProfile | None, adopted:
                                                            "team's RoleBinding grants those groups")
 
 
+def auto_fabrics_teams_can_use(pool_items: list[Any], pools: list[GpuPool], teams: list[Team], prof: CloudProfile,
+                               problems: Problems) -> list[GpuPool]:
+    """`auto` never picks a fabric no team can use: one whose pods need a Pod Security level no team with quota on
+    the pool enforces (or that no team has quota on) would be built, paid for and idle. Such a pool gets none."""
+    index = name_index(pool_items)
+    resolved = []
+    for pool in pools:
+        fabric = prof.fabrics.get(pool.fabric)
+        raw = pool_items[index[pool.name]] if pool.name in index else {}
+        users = [t for t in teams if t.quotas.get(pool.name)]
+        # Only fabrics needing more than the default level: any team with quota can use the others.
+        if fabric and not pod_security_admits(default(Team, "pod_security"), fabric.pod_security) and \
+                isinstance(raw, dict) and raw.get("fabric", AUTO) == AUTO and \
+                not any(pod_security_admits(t.pod_security, fabric.pod_security) for t in users):
+            who = (f"no team with quota on it ({', '.join(t.name for t in users)}) sets teams[].podSecurity: "
+                   f"{fabric.pod_security}" if users else "no team has quota on it")
+            problems.warn(join(join("gpuPools", index[pool.name]), "fabric"),
+                          f"auto leaves {pool.name!r} without {pool.fabric}: its pods need Pod Security "
+                          f"{fabric.pod_security} and {who}; set that on the team that trains there and fabric: "
+                          f"{pool.fabric}, or fabric: none to silence this")
+            pool = dataclasses.replace(pool, fabric=NONE)
+        resolved.append(pool)
+    return resolved
+
+
 def fabric_pod_security(pool_items: list[Any], pools: list[GpuPool], teams: list[Team], prof: CloudProfile,
                         problems: Problems) -> None:
     """A pool whose fabric's pods need a looser Pod Security level than every team with quota on it enforces: the
     fabric is built, and no team's pods can use it."""
     index = name_index(pool_items)
+    sidecar_pools = {p.name for p in pools if (f := prof.fabrics.get(p.fabric)) and f.gpudirect}
+    for i, team in enumerate(teams):
+        # The exception is the fabric's sidecar: without such a pool there is nothing to except.
+        if team.pod_security == FABRIC_SIDECAR and not sidecar_pools & set(team.quotas):
+            problems.add(join(join("teams", i), "podSecurity"),
+                         f"{FABRIC_SIDECAR} excepts only the sidecar of a GPUDirect fabric (gpuPools[].fabric "
+                         "gpudirect-tcpx or gpudirect-tcpxo), and none of the team's pools has one; allowed: "
+                         f"{', '.join(p for p in POD_SECURITY_LEVELS if p != FABRIC_SIDECAR)}")
     for pool in pools:
         fabric = prof.fabrics.get(pool.fabric)
         # Only fabrics that need more than the default level: a team's stricter choice is its own.

@@ -30,9 +30,11 @@ def topology_checks(items: list[Any], pools: list[GpuPool], scheduler: Scheduler
         elif prof and not (facts and facts.labels(pool.instance_type)):
             problems.warn(path, f"{prof.service} puts no block or rack labels on {pool.instance_type} nodes: Kueue can "
                                 "place this pool's jobs by host (kubernetes.io/hostname) only")
-        elif facts and facts.caveat and pool.fabric != facts.caveat_fabric:
-            problems.warn(path, f"{facts.caveat}: Kueue sees only nodes that carry every level label, so without "
-                                "them this pool admits no job")
+        elif facts and facts.writer:
+            problems.add(path, f"{pool.instance_type} nodes get Kueue's {prof.service} topology levels "
+                               f"({', '.join(facts.levels)}) only if something writes those labels: "
+                               f"{facts.writer}; without them no node matches and no job is ever admitted. "
+                               "allowed: false")
     if not topology:
         return
     tas = {p.name for p in pools if p.topology}

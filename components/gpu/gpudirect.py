@@ -205,4 +205,18 @@ def workload_pod(fabric: Fabric, gpus: int, nics: int) -> dict[str, Any]:
     }
     volumes = {v: _volume(v, host) for v, host, _ in (*direct.rxdm_volumes, *direct.workload_volumes)}
     return {"annotations": annotations, "sidecar": sidecar, "volumes": list(volumes.values()),
-            "mounts": [{"name": v, "mountPath": mount} for v, _, mount in direct.workload_volumes]}
+            "mounts": [workload_mount(v, host, mount) for v, host, mount in direct.workload_volumes]}
+
+
+def writable_host_path(host_path: str) -> bool:
+    """Device directories (NCCL maps their files read-write); every other host directory a workload mounts, such as
+    the node's NCCL plugin that every pod on it shares, is mounted read-only."""
+    return host_path.startswith("/dev/")
+
+
+def workload_mount(volume: str, host_path: str, mount_path: str) -> dict[str, Any]:
+    """A workload container's mount; the team's admission policy (tenancy/fabric_baseline.py) holds it to this."""
+    mount: dict[str, Any] = {"name": volume, "mountPath": mount_path}
+    if host_path and not writable_host_path(host_path):
+        mount["readOnly"] = True
+    return mount

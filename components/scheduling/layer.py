@@ -5,6 +5,8 @@ from components.context import Context
 from components.scheduling.frameworks import Frameworks
 from components.scheduling.kinds import scheduler_kind
 from components.scheduling.priorities import Priorities
+from components.config.model import FABRIC_SIDECAR
+from components.tenancy.fabric_baseline import FabricBaseline
 from components.tenancy.pool_admission import GpuPoolAdmission
 from components.tenancy.team import PRIORITY_LABEL, TEAM_LABEL, Team, TeamArgs
 
@@ -16,9 +18,14 @@ def install(ctx: Context) -> None:
     # Where the scheduler reads a namespace's default queue from an annotation, pods of a team go to its queue
     # unless they name another one.
     annotation = kind.namespace_queue_annotation
+    # Before the namespaces: a fabric-sidecar team's namespace says privileged, so its policy must already hold.
+    for team in config.teams:
+        if team.pod_security == FABRIC_SIDECAR:
+            ctx.handles[f"fabric-baseline/{team.name}"] = FabricBaseline(f"{team.name}-fabric-baseline", config, team,
+                                                                         opts=ctx.k8s_opts())
     teams = {
         team.name: Team(team.name, TeamArgs.from_config(config, team, {annotation: team.name} if annotation else {}),
-                        opts=ctx.k8s_opts())
+                        opts=ctx.k8s_opts(f"fabric-baseline/{team.name}"))
         for team in config.teams
     }
     for name, team in teams.items():

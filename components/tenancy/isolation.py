@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.config.model import PlatformConfig, Team
+from components.config.model import FABRIC_SIDECAR, PlatformConfig, Team
+from components.tenancy.fabric_baseline import POLICY_LABEL, policy_name
 
 PSA = "pod-security.kubernetes.io"
 ENFORCED = "baseline"
@@ -44,6 +45,11 @@ def pod_security_labels(version: str, enforce: str = ENFORCED, audit: str = AUDI
 def team_pod_security(config: PlatformConfig, team: Team) -> dict[str, str]:
     """The team's enforced level (teams[].podSecurity, baseline unless a fabric needs more); audit and warn stay
     restricted, so what the team's pods would need to tighten keeps being reported."""
+    if team.pod_security == FABRIC_SIDECAR:
+        # Pod Security admission cannot except one container; the namespace's own admission policy
+        # (fabric_baseline.py, named in the label) enforces baseline with the fabric sidecar's exception instead.
+        return {**pod_security_labels(config.cluster.kubernetes_version, enforce="privileged"),
+                POLICY_LABEL: policy_name(team.name)}
     return pod_security_labels(config.cluster.kubernetes_version, enforce=team.pod_security)
 
 

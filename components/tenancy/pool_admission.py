@@ -28,7 +28,7 @@ import pulumi_kubernetes.admissionregistration.v1 as admission
 import pulumi_kubernetes.meta.v1 as meta
 
 from components.clouds.labels import POOL_LABEL
-from components.config.model import PlatformConfig
+from components.config.model import FABRIC_SIDECAR, PlatformConfig
 from components.scheduling.kueue import fabric_resources
 
 POLICY = "gpu-platform-gpu-pools"
@@ -49,7 +49,7 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
         return f"(has(c.resources.{field}) && c.resources.{field}.exists(r, r.startsWith({json.dumps(GPU_PREFIX)})))"
 
     nics = json.dumps(fabric_resources(config))
-    host_access = json.dumps(sorted(t.name for t in config.teams if t.pod_security == "privileged"))
+    host_access = json.dumps(sorted(t.name for t in config.teams if t.pod_security in ("privileged", FABRIC_SIDECAR)))
 
     def asks_nics(field: str) -> str:
         return f"(has(c.resources.{field}) && c.resources.{field}.exists(r, r in {nics}))"
@@ -66,7 +66,8 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
                                       f"({asks_gpu('limits')} || {asks_gpu('requests')}))"},
         {"name": "nics", "expression": f"variables.containers.exists(c, has(c.resources) && "
                                        f"({asks_nics('limits')} || {asks_nics('requests')}))"},
-        # A privileged team's every pod: it may mount the host and run privileged (teams[].podSecurity).
+        # A privileged team's every pod: it may mount the host and run privileged (teams[].podSecurity); a
+        # fabric-sidecar team's too, whose sidecars mount host /sys and /proc/sys.
         {"name": "hostAccess", "expression": f"variables.team in {host_access}"},
         {"name": "gated", "expression": "has(object.spec.schedulingGates) && size(object.spec.schedulingGates) > 0"},
         # A pod becomes schedulable at creation or when its last gate is removed; an ungated pod's nodeSelector is

@@ -60,8 +60,16 @@ def pool_rows(plan: Plan) -> list[list[str]]:
         p = pool.inputs
         rows.append([p["poolName"], p["instanceType"], f"{_num(p['gpusPerNode'])} x {p['gpuModel']}",
                      f"{_num(p['minNodes'])}-{_num(p['maxNodes'])}", p["capacityType"], _sharing(p["sharing"]),
-                     DRIVER_OWNERS.get(p["driver"], p["driver"]), p.get("fabric", "none")])
+                     DRIVER_OWNERS.get(p["driver"], p["driver"]), _fabric(p)])
     return rows
+
+
+def _fabric(pool: dict[str, Any]) -> str:
+    """The pool's fabric, flagged when no team's pods may use it (built, paid for, and idle)."""
+    fabric = pool.get("fabric", "none")
+    if fabric != "none" and not pool.get("fabricTeams"):
+        return f"{fabric} (unused: no team with quota admits its pods)"
+    return fabric
 
 
 # Schedulers whose queue for a team is one cluster-wide object named after the team (Volcano's Queue).

@@ -1,9 +1,11 @@
-"""GPU014: every team namespace enforces Pod Security `baseline` or `restricted`."""
+"""GPU014: every team namespace enforces Pod Security `baseline` or `restricted`, or is held to baseline by the
+platform's own admission policy (teams[].podSecurity: fabric-sidecar)."""
 from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
 from policies import k8s
+from policies.baseline_admission import POLICY_LABEL, missing_baseline
 from policies.graph import Graph
 from policies.rule import Pending, Report, stack_rule
 
@@ -24,7 +26,14 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
                 report(f"team namespace {name!r} has no Namespace object in this stack, so nothing shows it enforces "
                        "Pod Security: its pods may be privileged on shared GPU nodes", found.urn)
                 continue
-            level = k8s.labels(namespace).get(ENFORCE)
+            labels = k8s.labels(namespace)
+            level = labels.get(ENFORCE)
+            if level == "privileged" and POLICY_LABEL in labels:
+                # teams[].podSecurity: fabric-sidecar: the platform's admission policy enforces baseline instead.
+                if problem := missing_baseline(name, labels, graph):
+                    report(f"team namespace {name!r} enforces 'privileged' and {problem}: its pods can run "
+                           "privileged and mount host paths on shared GPU nodes", namespace.urn)
+                continue
             if level not in STRICT_ENOUGH:
                 what = f"enforces {level!r}" if level else f"has no {ENFORCE} label (the cluster default admits all)"
                 report(f"team namespace {name!r} {what}: its pods can run privileged, share the node's PID and "
@@ -38,7 +47,10 @@ RULE = stack_rule(
     rationale=("Tenants are untrusted: a privileged pod, a hostPath mount or the host's PID or network namespace "
                "on a GPU node reads other teams' data and GPU memory and takes the node's credentials. Pod "
                "Security Admission `baseline` refuses all of these and still admits GPU pods (the device plugin "
-               "hands devices over without privilege or host paths)."),
+               "hands devices over without privilege or host paths). A GKE GPUDirect team's namespace may enforce "
+               "`privileged` only when it names, in label gpu-platform.io/pod-security-policy, a ValidatingAdmissionPolicy "
+               "of the stack that fails closed, reads every baseline field and is bound with Deny to that namespace: "
+               "it enforces baseline with the fabric sidecar as its one exception."),
     severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,
     remediation=(
         "Create team namespaces with the tenancy layer (`teams[]`): it labels them "

@@ -31,14 +31,14 @@ RULE = stack_rule(
                "anything. EKS enforces NetworkPolicy only with the vpc-cni add-on's network policy agent "
                "(`enableNetworkPolicy: \"true\"`), AKS with `networkProfile.networkPolicy` azure, calico or "
                "cilium, GKE with Dataplane V2 (or the legacy Calico add-on), and OKE's VCN-native and flannel CNIs "
-               "never: Oracle's route there is Calico. A cluster that ignores the policies lets any team's pods "
+               "never: Oracle's route there is Calico, which passes here on a flannel cluster with a tigera-operator "
+               "release setting installation.enabled: true and cni.type: Calico. A cluster that ignores the policies lets any team's pods "
                "reach every other team's services, rendezvous ports and notebooks."),
     severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,
     remediation=(
         "Create the cluster with the platform's cluster components: they turn enforcement on for EKS (vpc-cni "
-        "add-on), AKS (`networkPolicy: cilium`) and GKE (`ADVANCED_DATAPATH`).",
-        "On OKE install Calico in policy-only mode (Oracle's \"Installing Calico and Setting Up Network Policies\"), "
-        "then exempt the cluster here with that as the reason until the platform installs it.",
+        "add-on), AKS (`networkPolicy: cilium`), GKE (`ADVANCED_DATAPATH`) and OKE (flannel overlay plus Calico "
+        "in policy-only mode from the tigera-operator chart, components/tenancy/calico.py).",
     ),
     config_key="cluster",
     check=check,

@@ -1,0 +1,267 @@
+"""teams[].podSecurity: fabric-sidecar on GKE GPUDirect: the planned ValidatingAdmissionPolicy's CEL, evaluated with
+cel-python on a good pod (baseline plus the exact TCPX sidecar, built by components/gpu/gpudirect.py) and on one
+changed field per refused case; the namespace labels and binding; GPU014 on gcp-prod without an exemption and one
+changed field per failing case. A real API server is the next proof (the CEL dialect here is CEL's core)."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from components.clouds.profiles import PROFILES
+from components.config import ConfigError
+from components.gpu.gpudirect import workload_pod
+from components.tenancy.fabric_baseline import POLICY_LABEL, policy_name
+from conftest import ROOT
+from gpu_platform.engine import plan_stack
+from gpu_platform.engine.plan import read_stack_config
+from policy_fixtures import ids, run
+from test_policy_stacks import base_plan
+from test_scheduling_stacks import by_name, stack_config
+
+celpy = pytest.importorskip("celpy", reason="cel-python (pyproject test extra) evaluates the policy's CEL")
+
+TCPX = PROFILES["gcp"].fabrics["gpudirect-tcpx"]
+POLICY = policy_name("research")
+VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return plan_stack("gcp-prod")
+
+
+@pytest.fixture(scope="module")
+def spec(plan) -> dict:
+    return by_name(plan, "ValidatingAdmissionPolicy")[POLICY]["spec"]
+
+
+def refusals(spec: dict, pod: dict) -> list[str]:
+    """The messages of the validations `pod` fails, evaluating each variable in order as the API server does."""
+    env = celpy.Environment()
+    variables = celpy.celtypes.MapType()
+    activation = {"object": celpy.json_to_cel(pod), "request": celpy.json_to_cel({"operation": "CREATE"})}
+
+    def value(expression: str):
+        return env.program(env.compile(expression)).evaluate({**activation, "variables": variables})
+
+    for var in spec["variables"]:
+        variables[celpy.celtypes.StringType(var["name"])] = value(var["expression"])
+    failed = []
+    for check in spec["validations"]:
+        result = value(check["expression"])
+        assert isinstance(result, celpy.celtypes.BoolType), (check["message"], result)
+        if not result:
+            failed.append(check["message"])
+    return failed
+
+
+def good_pod() -> dict:
+    """An NCCL pod on the TCPX pool as the platform builds it: baseline main container plus the exact sidecar."""
+    direct = workload_pod(TCPX, gpus=8, nics=4)
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "nccl", "namespace": "research", "annotations": direct["annotations"]},
+            "spec": {"initContainers": [direct["sidecar"]],
+                     "containers": [{"name": "nccl", "image": "example.com/train:1",
+                                     "resources": {"limits": {"nvidia.com/gpu": 8}},
+                                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                                     "volumeMounts": direct["mounts"]}],
+                     "volumes": direct["volumes"]}}
+
+
+def sidecar(pod: dict) -> dict:
+    return pod["spec"]["initContainers"][0]
+
+
+def main(pod: dict) -> dict:
+    return pod["spec"]["containers"][0]
+
+
+def test_the_platforms_own_gpudirect_pod_is_admitted(spec):
+    assert refusals(spec, good_pod()) == []
+
+
+def other_sidecar_image(pod):
+    sidecar(pod)["image"] = TCPX.gpudirect.rxdm_image.replace("v2.0.12", "v2.0.13")
+
+
+def sidecar_args(pod):
+    sidecar(pod)["args"] = ["--and-then", "sh"]
+
+
+def extra_host_path(pod):
+    pod["spec"]["volumes"].append({"name": "etc", "hostPath": {"path": "/etc"}})
+    sidecar(pod)["volumeMounts"].append({"name": "etc", "mountPath": "/host-etc"})
+
+
+def extra_sidecar_capability(pod):
+    sidecar(pod)["securityContext"]["capabilities"]["add"].append("SYS_ADMIN")
+
+
+def main_adds_the_sidecars_capability(pod):
+    main(pod)["securityContext"]["capabilities"] = {"add": ["NET_ADMIN"]}
+
+
+def main_mounts_host_sys(pod):
+    main(pod)["volumeMounts"].append({"name": "sys", "mountPath": "/sys-host", "readOnly": True})
+
+
+def main_writes_the_plugin_directory(pod):
+    next(m for m in main(pod)["volumeMounts"] if m["name"] == "libraries").pop("readOnly")
+
+
+def privileged_main(pod):
+    main(pod)["securityContext"]["privileged"] = True
+
+
+def host_network(pod):
+    pod["spec"]["hostNetwork"] = True
+
+
+def host_pid(pod):
+    pod["spec"]["hostPID"] = True
+
+
+def host_port(pod):
+    main(pod)["ports"] = [{"containerPort": 8080, "hostPort": 8080}]
+
+
+def unconfined_seccomp(pod):
+    main(pod)["securityContext"]["seccompProfile"] = {"type": "Unconfined"}
+
+
+def unconfined_pod_seccomp(pod):
+    pod["spec"]["securityContext"] = {"seccompProfile": {"type": "Unconfined"}}
+
+
+def unconfined_apparmor_annotation(pod):
+    pod["metadata"]["annotations"]["container.apparmor.security.beta.kubernetes.io/nccl"] = "unconfined"
+
+
+def selinux_user(pod):
+    pod["spec"]["securityContext"] = {"seLinuxOptions": {"user": "system_u"}}
+
+
+def unmasked_proc(pod):
+    main(pod)["securityContext"]["procMount"] = "Unmasked"
+
+
+def unsafe_sysctl(pod):
+    pod["spec"]["securityContext"] = {"sysctls": [{"name": "net.core.somaxconn", "value": "1024"}]}
+
+
+def privileged_ephemeral_container(pod):
+    pod["spec"]["ephemeralContainers"] = [{"name": "debug", "image": "busybox",
+                                           "securityContext": {"privileged": True}}]
+
+
+# change, the control that refuses it
+REFUSED = [
+    (other_sidecar_image, "capabilities"),
+    (sidecar_args, "capabilities"),
+    (extra_host_path, "hostPath volumes"),
+    (extra_sidecar_capability, "capabilities"),
+    (main_adds_the_sidecars_capability, "capabilities"),
+    (main_mounts_host_sys, "hostPath mounts"),
+    (main_writes_the_plugin_directory, "hostPath mounts"),
+    (privileged_main, "privileged"),
+    (host_network, "host namespaces"),
+    (host_pid, "host namespaces"),
+    (host_port, "host ports"),
+    (unconfined_seccomp, "seccomp"),
+    (unconfined_pod_seccomp, "seccomp"),
+    (unconfined_apparmor_annotation, "AppArmor"),
+    (selinux_user, "SELinux"),
+    (unmasked_proc, "procMount"),
+    (unsafe_sysctl, "sysctls"),
+    (privileged_ephemeral_container, "privileged"),
+]
+
+
+@pytest.mark.parametrize("change, control", REFUSED, ids=[c[0].__name__ for c in REFUSED])
+def test_one_changed_field_is_refused_by_its_control(spec, change, control):
+    pod = good_pod()
+    change(pod)
+    failed = refusals(spec, pod)
+    assert failed and all(m.startswith("Pod Security baseline (") for m in failed)
+    assert any(m.startswith(f"Pod Security baseline ({control})") for m in failed), failed
+
+
+def test_the_policy_reads_the_one_sidecar_source(spec):
+    table = next(v["expression"] for v in spec["variables"] if v["name"] == "sidecars")
+    direct = TCPX.gpudirect
+    assert direct.rxdm_image in table and all(c in table for c in direct.rxdm_capabilities)
+    assert '"/sys"' in table and '"/proc/sys"' in table
+
+
+def test_namespace_says_privileged_only_with_the_policy_named_and_bound_to_it(plan):
+    labels = {r.inputs["metadata"]["name"]: r.inputs["metadata"]["labels"]
+              for r in plan.of_type("kubernetes:core/v1:Namespace")}
+    assert labels["research"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert labels["research"][POLICY_LABEL] == POLICY
+    assert labels["search"]["pod-security.kubernetes.io/enforce"] == "baseline" and POLICY_LABEL not in labels["search"]
+    binding = by_name(plan, "ValidatingAdmissionPolicyBinding")[POLICY]["spec"]
+    assert binding == {"policyName": POLICY, "validationActions": ["Deny"], "matchResources": {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "research"}}}}
+
+
+def test_fabric_sidecar_without_a_gpudirect_pool_is_refused_at_its_path():
+    teams = copy.deepcopy(stack_config("gcp-prod")["gpu-platform:teams"])
+    teams[1]["podSecurity"] = "fabric-sidecar"
+    teams[1]["quotas"] = {"a100-infer": 8}
+    with pytest.raises(ConfigError) as info:
+        plan_stack("gcp-prod", config_overrides={"gpu-platform:teams": teams})
+    found = {p.path: p.message for p in info.value.problems}
+    assert "gpudirect-tcpx" in found["teams[1].podSecurity"] and "allowed: baseline" in found["teams[1].podSecurity"]
+
+
+# --- GPU014 -----------------------------------------------------------------------------------------------------
+
+def policy_entry(plan: dict, type_: str) -> dict:
+    return next(r for r in plan["resources"] if r["type"] == type_ and r["inputs"]["metadata"]["name"] == POLICY)
+
+
+def without_policy(plan):
+    plan["resources"].remove(policy_entry(plan, VAP))
+
+
+def binding_for_another_namespace(plan):
+    policy_entry(plan, BINDING)["inputs"]["spec"]["matchResources"]["namespaceSelector"]["matchLabels"] = {
+        "kubernetes.io/metadata.name": "search"}
+
+
+def binding_only_warns(plan):
+    policy_entry(plan, BINDING)["inputs"]["spec"]["validationActions"] = ["Warn"]
+
+
+def policy_fails_open(plan):
+    policy_entry(plan, VAP)["inputs"]["spec"]["failurePolicy"] = "Ignore"
+
+
+def policy_skips_host_namespaces(plan):
+    spec = policy_entry(plan, VAP)["inputs"]["spec"]
+    spec["validations"] = [v for v in spec["validations"] if "host namespaces" not in v["message"]]
+
+
+FAILING = [
+    (without_policy, "which this stack does not create"),
+    (binding_for_another_namespace, "no binding"),
+    (binding_only_warns, "no binding"),
+    (policy_fails_open, "failurePolicy: Fail"),
+    (policy_skips_host_namespaces, "does not check hostNetwork, hostPID, hostIPC"),
+]
+
+
+def test_gcp_prod_passes_gpu014_without_an_exemption():
+    assert "gpu-platform:policy" not in read_stack_config(ROOT / "stacks" / "Pulumi.gcp-prod.yaml")
+    assert ids(run(base_plan("gcp-prod"), "GPU014", environment=None)) == []
+
+
+@pytest.mark.parametrize("change, expected", FAILING, ids=[c[0].__name__ for c in FAILING])
+def test_one_changed_field_fails_gpu014(change, expected):
+    plan = base_plan("gcp-prod")
+    change(plan)
+    report = run(plan, "GPU014", environment=None)
+    assert ids(report) == ["GPU014"]
+    assert any(expected in f.message for f in report.findings), [f.message for f in report.findings]
