@@ -7,10 +7,10 @@ import jsonschema
 import pytest
 
 from components.network import calico
-from conftest import strict_schema, upstream
+from components.pins import PINS
+from conftest import ROOT, strict_schema, upstream
 from gpu_platform.engine import plan_stack
 from helm import Helm, chart_package, extract_helm
-from conftest import ROOT
 from gpu_platform.engine.plan import read_stack_config
 from policy_fixtures import ids, run
 from test_policy_stacks import base_plan
@@ -62,7 +62,7 @@ def test_the_installation_is_calico_cni_on_host_local_ipam_without_bgp_or_pools(
 
 
 def test_the_installation_validates_against_the_v3_32_1_crd(helm, installation):
-    package = chart_package(calico.CRD_CHART, calico.VERSION)
+    package = chart_package(calico.CRD_CHART, PINS[calico.CRD_CHART].version)
     crds = [d for d in helm.template(package, "calico-crds", calico.NAMESPACE, {})
             if d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] == "installations.operator.tigera.io"]
     version, = [v for v in crds[0]["spec"]["versions"] if v["name"] == "v1"]
@@ -77,7 +77,7 @@ def test_the_installation_validates_against_the_v3_32_1_crd(helm, installation):
 
 def test_the_installation_schema_check_can_fail(helm, installation):
     bad = {**installation, "spec": {**installation["spec"], "cni": {"type": "Flannel"}}}
-    package = chart_package(calico.CRD_CHART, calico.VERSION)
+    package = chart_package(calico.CRD_CHART, PINS[calico.CRD_CHART].version)
     crd, = [d for d in helm.template(package, "calico-crds", calico.NAMESPACE, {})
             if d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] == "installations.operator.tigera.io"]
     schema = strict_schema(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])

@@ -14,13 +14,14 @@ import pulumi
 import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.helm.v3 as helm
 
+from components.pins import PINS
 from components.tenancy.isolation import privileged_namespace_labels
 
 REPOSITORY = "https://docs.tigera.io/calico/charts"
-VERSION = "v3.32.1"
 OPERATOR_CHART = "tigera-operator"
 # From v3.32 the operator chart carries no CRDs; this chart installs them (chart README).
 CRD_CHART = "crd.projectcalico.org.v1"
+VERSION = PINS[OPERATOR_CHART].version
 NAMESPACE = "tigera-operator"
 
 POLICY_ONLY_INSTALLATION: dict[str, Any] = {
@@ -47,7 +48,7 @@ class CalicoPolicyOnly(pulumi.ComponentResource):
             "name": NAMESPACE, "labels": privileged_namespace_labels()}, opts=child)
         after_namespace = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
         crds = helm.Release(f"{name}-crds", helm.ReleaseArgs(
-            name="calico-crds", chart=CRD_CHART, version=VERSION,
+            name="calico-crds", chart=CRD_CHART, version=PINS[CRD_CHART].version,
             repository_opts=helm.RepositoryOptsArgs(repo=REPOSITORY), namespace=NAMESPACE), opts=after_namespace)
         self.release = helm.Release(f"{name}-release", helm.ReleaseArgs(
             name="calico", chart=OPERATOR_CHART, version=VERSION,
