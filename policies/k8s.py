@@ -7,6 +7,7 @@ from typing import Any
 import yaml
 from pulumi_policy import PolicyResource
 
+from policies import quantity
 from policies.graph import Graph
 from policies.props import get, items, mapping
 
@@ -70,13 +71,13 @@ def namespace_labels(namespace_name: str, resource: PolicyResource) -> dict:
     return {**own, NAME_LABEL: namespace_name}
 
 
-def quantity(value: Any) -> float:
-    """A Kubernetes quantity as a number (GPU counts are whole; suffixes are not used for them)."""
-    text = str(value).strip()
-    for suffix, factor in (("k", 1e3), ("m", 1e-3)):
-        if text.endswith(suffix):
-            return float(text[:-1]) * factor
-    return float(text)
+def positive(value: Any) -> bool:
+    """Whether a quantity (a quota, a limit, a transformation output) is above zero; one that cannot be read counts
+    as positive, so a rule asking "can GPUs be used here" fails closed on it."""
+    try:
+        return quantity.parse(value) > 0
+    except quantity.QuantityError:
+        return True
 
 
 def yaml_text(value: Any) -> Any:

@@ -38,9 +38,9 @@ def _queue_uses(queue: PolicyResource, flavors: set[str]) -> bool:
             if str(get(flavor, "name")) not in flavors:
                 continue
             for resource in items(get(flavor, "resources")):
-                nominal = k8s.quantity(get(resource, "nominalQuota", 0))
                 borrowing = get(resource, "borrowingLimit")
-                if nominal > 0 or (cohort and (borrowing is None or k8s.quantity(borrowing) > 0)):
+                if k8s.positive(get(resource, "nominalQuota", 0)) or \
+                        (cohort and (borrowing is None or k8s.positive(borrowing))):
                     return True
     return False
 
@@ -51,7 +51,7 @@ def _quota_admits(graph: Graph, namespace: str, resources: list[str]) -> bool:
     for resource in resources:
         caps = [mapping(get(q.props, "spec.hard")).get(f"requests.{resource}") for q in quotas]
         caps = [c for c in caps if c is not None]
-        if not caps or min(k8s.quantity(c) for c in caps) > 0:
+        if not caps or all(k8s.positive(c) for c in caps):
             return True
     return False
 

@@ -1,0 +1,71 @@
+"""Issue 25: rewrites that keep a value's meaning but change its spelling. Each case is a compliant fixture plus one
+changed field that used to pass the pack and now fails with its rule id, next to a compliant control."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+import yaml
+
+from policy_fixtures import ids, inputs, load, run
+from policies.quantity import QuantityError, parse
+
+QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+# Quantities: one parser, every suffix ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, value", [
+    ("32Ki", 32 * 1024), ("1Mi", 2 ** 20), ("2Gi", 2 * 2 ** 30), ("1Ti", 2 ** 40), ("1Pi", 2 ** 50),
+    ("1Ei", 2 ** 60), ("2k", 2000), ("3M", 3 * 10 ** 6), ("1G", 10 ** 9), ("1T", 10 ** 12), ("1P", 10 ** 15),
+    ("1E", 10 ** 18), ("500m", Decimal("0.5")), ("1e3", 1000), ("1E3", 1000), ("2e-1", Decimal("0.2")),
+    ("+8", 8), ("-1", -1), (".5", Decimal("0.5")), ("5.", 5), (8, 8), (8.0, 8), (" 4 ", 4),
+])
+def test_quantity_parser_reads_every_kubernetes_suffix(text, value):
+    assert parse(text) == Decimal(value)
+
+
+@pytest.mark.parametrize("text", ["", "Ki", "1KI", "1 Ki", "1kb", "1e", "0x10", "1e99999", "nan", "inf", True, None,
+                                  float("nan"), "1,000"])
+def test_quantity_parser_refuses_what_kubernetes_refuses(text):
+    with pytest.raises(QuantityError, match="quantit|exponent"):
+        parse(text)
+
+
+def test_a_binary_suffix_in_a_plan_quota_is_read_not_a_traceback():
+    plan = load("aws-prod")
+    for quota in (r for r in plan["resources"] if r["type"] == "kubernetes:core/v1:ResourceQuota"):
+        quota["inputs"]["spec"]["hard"] = {k: "32Ki" for k in quota["inputs"]["spec"]["hard"]}
+    flavor = inputs(plan, QUEUE, "kueue-queue-applied")["spec"]["resourceGroups"][0]["flavors"][1]
+    flavor["name"] = "l4-notebooks"  # the applied team on the time-sliced pool, with a quota in Ki
+    flavor["resources"][0].update(nominalQuota="1Ki", borrowingLimit="0Mi")
+    assert ids(run(plan, "GPU002", "GPU003", "GPU012")) == ["GPU002"]
+    flavor["resources"][0]["nominalQuota"] = "0Gi"
+    assert ids(run(plan, "GPU002", "GPU003", "GPU012")) == []
+
+
+# GPU017: a Replace transformation whose output counts GPUs as zero -------------------------------------------
+
+
+def transform(plan, outputs):
+    values = inputs(plan, RELEASE, "kueue-release")["values"]["managerConfig"]
+    config = yaml.safe_load(values["controllerManagerConfigYaml"])
+    config.setdefault("resources", {})["transformations"] = [
+        {"input": "nvidia.com/gpu", "strategy": "Replace", "outputs": outputs}]
+    values["controllerManagerConfigYaml"] = yaml.safe_dump(config)
+
+
+def test_gpu017_replace_with_a_counted_gpu_output_passes():
+    plan = load("aws-prod")
+    transform(plan, {"nvidia.com/gpu-credits": "1", "example.com/cost": "3"})
+    assert ids(run(plan, "GPU017")) == []
+
+
+@pytest.mark.parametrize("amount", ["0", 0, "0m", "0Ki", "0e3", "-1", "two"])
+def test_gpu017_replace_counting_gpus_as_zero_fails(amount):
+    plan = load("aws-prod")
+    transform(plan, {"nvidia.com/gpu-credits": amount})
+    report = run(plan, "GPU017")
+    assert ids(report) == ["GPU017"] and "no GPU resource counted above zero" in report.findings[0].message
