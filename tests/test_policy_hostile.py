@@ -69,3 +69,15 @@ def test_gpu017_replace_counting_gpus_as_zero_fails(amount):
     transform(plan, {"nvidia.com/gpu-credits": amount})
     report = run(plan, "GPU017")
     assert ids(report) == ["GPU017"] and "no GPU resource counted above zero" in report.findings[0].message
+
+
+# GPU004: a preemption policy spelled Never is no policy ------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["withinClusterQueue", "reclaimWithinCohort"])
+def test_gpu004_preemption_set_to_never_fails(field):
+    plan = load("aws-prod")
+    assert ids(run(plan, "GPU004")) == []
+    inputs(plan, QUEUE, "kueue-queue-research")["spec"]["preemption"][field] = "Never"
+    report = run(plan, "GPU004")
+    assert ids(report) == ["GPU004"] and f"{field} (or Never)" in report.findings[0].message
