@@ -9,6 +9,7 @@ import yaml
 
 from policy_fixtures import ids, inputs, load, run
 from policies.quantity import QuantityError, parse
+from test_policy_bypasses import exempted
 
 QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -81,3 +82,22 @@ def test_gpu004_preemption_set_to_never_fails(field):
     inputs(plan, QUEUE, "kueue-queue-research")["spec"]["preemption"][field] = "Never"
     report = run(plan, "GPU004")
     assert ids(report) == ["GPU004"] and f"{field} (or Never)" in report.findings[0].message
+
+
+# GPU000: globs that match every resource whatever their spelling ----------------------------------------------
+
+
+@pytest.mark.parametrize("glob", ["[a-z]*", "urn:*", "*-*", "ml-*", "[!_]*", "?l-p*", "urn:pulumi:aws-prod::*",
+                                  "urn:pulumi:aws-prod::gpu-platform::*::ml-prod-h100-train"])
+def test_gpu000_glob_that_can_match_every_resource_is_refused(glob):
+    report = exempted(resource_glob=glob)
+    assert ids(report) == ["GPU000", "GPU001"]
+    assert "can match every resource" in next(f.message for f in report.findings if f.rule == "GPU000")
+
+
+@pytest.mark.parametrize("glob", [
+    "ml-prod-h100-*", "ml-prod-h100-train", "ml-prod-h100-tr?in", "ml-prod-[gh]100-*",
+    "*-h100-train", "urn:pulumi:aws-prod::gpu-platform::gpu-platform:aws:EksCluster$gpu-platform:cluster:GpuNodePool::"
+    "ml-prod-h100-train"])
+def test_gpu000_glob_naming_resources_waives(glob):
+    assert ids(exempted(resource_glob=glob)) == []
