@@ -101,3 +101,33 @@ def test_gpu000_glob_that_can_match_every_resource_is_refused(glob):
     "ml-prod-h100-train"])
 def test_gpu000_glob_naming_resources_waives(glob):
     assert ids(exempted(resource_glob=glob)) == []
+
+
+# GPU011: open is measured in public addresses, over every way in ----------------------------------------------
+
+EKS = "aws:eks/cluster:Cluster"
+
+
+def public_eks(plan, cidrs):
+    inputs(plan, EKS)["vpcConfig"].update(endpointPublicAccess=True, publicAccessCidrs=cidrs)
+
+
+@pytest.mark.parametrize("cidrs", [["203.0.113.0/24", "198.51.100.17/32"], ["8.8.0.0/16"], ["10.0.0.0/8"],
+                                   ["2001:db8:1234::/48", "2a00:1450::/32"]])
+def test_gpu011_named_networks_pass(cidrs):
+    plan = load("aws-prod")
+    public_eks(plan, cidrs)
+    assert ids(run(plan, "GPU011")) == []
+
+
+@pytest.mark.parametrize("cidrs", [
+    ["3.0.0.0/8"],  # one cloud provider's /8: every tenant of that cloud
+    ["52.0.0.0/9", "52.128.0.0/9"],  # two /9s: a /8's worth
+    ["8.8.0.0/16", "8.9.0.0/24"],  # just over a /16's worth
+    [f"{hex(0x2000 + i * 0x10)[2:]}::/12" for i in range(5)],  # a handful of IPv6 /12s
+])
+def test_gpu011_wide_public_ranges_fail(cidrs):
+    plan = load("aws-prod")
+    public_eks(plan, cidrs)
+    report = run(plan, "GPU011")
+    assert ids(report) == ["GPU011"] and "public IPv" in report.findings[0].message
