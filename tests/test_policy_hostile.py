@@ -131,3 +131,70 @@ def test_gpu011_wide_public_ranges_fail(cidrs):
     public_eks(plan, cidrs)
     report = run(plan, "GPU011")
     assert ids(report) == ["GPU011"] and "public IPv" in report.findings[0].message
+
+
+# GPU015: selectors by what they can match, ipBlocks by the cluster addresses they cover ----------------------
+
+NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+
+
+def scrape_from(plan, selector):
+    inputs(plan, NETPOL, "research-allow-prometheus-scrape")["spec"]["ingress"][0]["from"][0][
+        "namespaceSelector"] = selector
+
+
+def internet_to(plan, *blocks):
+    inputs(plan, NETPOL, "research-allow-internet-egress")["spec"]["egress"][0]["to"] = [
+        {"ipBlock": b} for b in blocks]
+
+
+NAME = "kubernetes.io/metadata.name"
+
+
+@pytest.mark.parametrize("change", [
+    lambda p: scrape_from(p, {"matchExpressions": [{"key": NAME, "operator": "Exists"}]}),
+    lambda p: scrape_from(p, {"matchExpressions": [{"key": NAME, "operator": "NotIn", "values": ["kube-system"]}]}),
+    lambda p: scrape_from(p, {"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}),
+    lambda p: scrape_from(p, {"matchExpressions": [{"key": "gpu-platform.io/team", "operator": "Exists"}]}),
+    lambda p: scrape_from(p, {"matchLabels": {"gpu-platform.io/team": "serving"}}),
+    lambda p: scrape_from(p, {"matchExpressions": [{"key": NAME, "operator": "exists"}]}),  # unreadable
+    lambda p: internet_to(p, {"cidr": "0.0.0.0/1"}, {"cidr": "128.0.0.0/1"}),  # split CIDRs
+    lambda p: internet_to(p, {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/32"]}),  # a token except
+    lambda p: internet_to(p, {"cidr": "10.0.0.0/16"}),  # the VPC CIDR
+    lambda p: internet_to(p, {"cidr": "10.0.0.0/17"}, {"cidr": "10.0.128.0/17"}),
+    lambda p: internet_to(p, {"cidr": "10.0.0.0/8", "except": ["10.0.0.0/9"]}),
+    lambda p: internet_to(p, {"cidr": "fd00::/64"}),
+    lambda p: internet_to(p, {"cidr": "office"}),
+], ids=["name-exists", "name-notin", "doesnotexist", "any-team", "other-team", "bad-operator", "split", "token-except",
+        "vpc", "vpc-halves", "except-half", "ula", "not-a-cidr"])
+def test_gpu015_allowances_reaching_every_namespace_or_address_fail(change):
+    plan = load("aws-prod")
+    change(plan)
+    report = run(plan, "GPU015")
+    assert ids(report) == ["GPU015"]
+    assert "research/allow-" in report.findings[0].message
+
+
+def test_gpu015_cluster_addresses_add_up_across_policies():
+    plan = load("aws-prod")
+    internet_to(plan, {"cidr": "10.0.0.0/25"})
+    assert ids(run(plan, "GPU015")) == []  # a few internal addresses (a database subnet) are fine
+    extra = inputs(plan, NETPOL, "research-allow-dns")["spec"]["egress"][0]["to"]
+    extra.append({"ipBlock": {"cidr": "10.0.0.128/25"}})
+    extra.append({"ipBlock": {"cidr": "10.0.1.0/25"}})
+    report = run(plan, "GPU015")
+    assert ids(report) == ["GPU015"] and "384 cluster-internal addresses" in report.findings[0].message
+
+
+@pytest.mark.parametrize("change", [
+    lambda p: scrape_from(p, {"matchExpressions": [{"key": NAME, "operator": "In", "values": ["monitoring"]}]}),
+    lambda p: scrape_from(p, {"matchLabels": {"gpu-platform.io/team": "research"}}),  # its own namespace
+    lambda p: internet_to(p, {"cidr": "0.0.0.0/0", "except": ["0.0.0.0/1", "128.0.0.0/1"]}),
+    lambda p: internet_to(p, {"cidr": "8.8.8.8/32"}, {"cidr": "2001:4860::/32"}),
+    lambda p: internet_to(p, {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+                                                               "100.64.0.0/10", "169.254.0.0/16"]}),
+])
+def test_gpu015_narrow_allowances_pass(change):
+    plan = load("aws-prod")
+    change(plan)
+    assert ids(run(plan, "GPU015")) == []
