@@ -56,10 +56,21 @@ def selects(selector: Mapping, labels: Mapping) -> bool:
 
 
 def team_namespaces(graph: Graph) -> dict[str, PolicyResource]:
-    """Team namespaces by name: Namespaces labelled as a team's, and those Team components declare."""
-    found = {name(ns): ns for ns in graph.of_type(NAMESPACE) if TEAM_LABEL in labels(ns)}
+    """Team namespaces by name: Namespaces labelled as a team's, those Team components declare, and every
+    Namespace a Kueue ClusterQueue admits: Kueue reads only the queue's selector, so a namespace it admits runs
+    tenant GPU work whether or not it carries the team label, and needs a team's quota, Pod Security and
+    default deny."""
+    namespaces = {name(ns): ns for ns in graph.of_type(NAMESPACE)}
+    found = {n: ns for n, ns in namespaces.items() if TEAM_LABEL in labels(ns)}
     for team in graph.of_type(TEAM_COMPONENT):
         found.setdefault(str(get(team.props, "namespace", team.name)), team)
+    for queue in graph.of_type(*CLUSTER_QUEUES):
+        selector = get(queue.props, "spec.namespaceSelector")
+        if selector is None:
+            continue  # Kueue: no selector admits no namespace
+        for n, ns in namespaces.items():
+            if n not in found and selects(selector, namespace_labels(n, ns)):
+                found[n] = ns
     return found
 
 

@@ -198,3 +198,16 @@ def test_gpu015_narrow_allowances_pass(change):
     plan = load("aws-prod")
     change(plan)
     assert ids(run(plan, "GPU015")) == []
+
+
+# GPU003/GPU014/GPU015: a namespace a ClusterQueue admits is a tenant's, labelled or not ------------------------
+
+
+def test_a_namespace_the_queues_admit_without_the_team_label_is_a_team_namespace():
+    plan = load("aws-prod")
+    assert ids(run(plan, "GPU003", "GPU014", "GPU015")) == []  # gpu-operator: a system namespace no queue admits
+    inputs(plan, QUEUE, "kueue-queue-research")["spec"]["namespaceSelector"] = {
+        "matchLabels": {"kubernetes.io/metadata.name": "gpu-operator"}}
+    report = run(plan, "GPU003", "GPU014", "GPU015")
+    assert ids(report) == ["GPU003", "GPU014", "GPU015"]
+    assert all("'gpu-operator'" in f.message for f in report.findings)
