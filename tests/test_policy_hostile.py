@@ -211,3 +211,28 @@ def test_a_namespace_the_queues_admit_without_the_team_label_is_a_team_namespace
     report = run(plan, "GPU003", "GPU014", "GPU015")
     assert ids(report) == ["GPU003", "GPU014", "GPU015"]
     assert all("'gpu-operator'" in f.message for f in report.findings)
+
+
+# GPU002: a flavor selecting the time-sliced pool by a label GPU feature discovery adds -----------------------
+
+FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
+
+
+@pytest.mark.parametrize("labels", [
+    {"nvidia.com/gpu.product": "NVIDIA-L4"},
+    {"nvidia.com/gpu.sharing-strategy": "time-slicing"},
+    {"nvidia.com/gpu.present": "true"},
+    {"feature.node.kubernetes.io/pci-10de.present": "true"},
+])
+def test_gpu002_flavor_selecting_by_a_discovered_gpu_label_fails(labels):
+    plan = load("aws-prod")
+    inputs(plan, FLAVOR, "kueue-flavor-a100-infer")["spec"]["nodeLabels"] = labels
+    report = run(plan, "GPU002")
+    assert ids(report) == ["GPU002"] and "'l4-notebooks'" in report.findings[0].message
+
+
+def test_gpu002_flavor_with_a_discovered_label_and_the_pool_label_passes():
+    plan = load("aws-prod")
+    labels = inputs(plan, FLAVOR, "kueue-flavor-a100-infer")["spec"]["nodeLabels"]
+    labels["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB"  # narrowed further by the pool's own label
+    assert ids(run(plan, "GPU002")) == []
