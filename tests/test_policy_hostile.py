@@ -236,3 +236,41 @@ def test_gpu002_flavor_with_a_discovered_label_and_the_pool_label_passes():
     labels = inputs(plan, FLAVOR, "kueue-flavor-a100-infer")["spec"]["nodeLabels"]
     labels["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB"  # narrowed further by the pool's own label
     assert ids(run(plan, "GPU002")) == []
+
+
+# GPU005: Kueue must manage plain Jobs and bare pods, whatever else it manages ---------------------------------
+
+
+def kueue_config(plan, edit):
+    values = inputs(plan, RELEASE, "kueue-release")["values"]["managerConfig"]
+    config = yaml.safe_load(values["controllerManagerConfigYaml"])
+    edit(config)
+    values["controllerManagerConfigYaml"] = yaml.safe_dump(config)
+
+
+def without(*frameworks):
+    def edit(config):
+        config["integrations"]["frameworks"] = [f for f in config["integrations"]["frameworks"] if f not in frameworks]
+    return edit
+
+
+@pytest.mark.parametrize("edit, left", [
+    (without("batch/job"), "batch/job"), (without("pod"), "pod"), (without("batch/job", "pod"), "batch/job, pod"),
+    (lambda c: c.pop("integrations"), "pod"),  # Kueue's default: batch/job only
+])
+def test_gpu005_frameworks_leaving_jobs_or_pods_unmanaged_fail(edit, left):
+    plan = load("aws-prod")
+    kueue_config(plan, edit)
+    report = run(plan, "GPU005")
+    assert ids(report) == ["GPU005"] and f"leaves {left} unmanaged" in report.findings[0].message
+
+
+def test_gpu005_pod_options_must_select_every_team_namespace():
+    plan = load("aws-prod")
+    kueue_config(plan, without("deployment", "statefulset"))  # other integrations may go
+    assert ids(run(plan, "GPU005")) == []
+    kueue_config(plan, lambda c: c["integrations"].update(podOptions={"namespaceSelector": {
+        "matchLabels": {"kubernetes.io/metadata.name": "research"}}}))
+    report = run(plan, "GPU005")
+    assert ids(report) == ["GPU005"] and "podOptions.namespaceSelector does not select team namespace(s) applied, " \
+                                          "serving" in report.findings[0].message
