@@ -274,3 +274,43 @@ def test_gpu005_pod_options_must_select_every_team_namespace():
     report = run(plan, "GPU005")
     assert ids(report) == ["GPU005"] and "podOptions.namespaceSelector does not select team namespace(s) applied, " \
                                           "serving" in report.findings[0].message
+
+
+# GPU006: metric names are read from PromQL tokens, not from comments or strings -------------------------------
+
+PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
+DCGM = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")
+
+
+def rewrite_dcgm(plan, rewrite):
+    """Every expression reading a DCGM_FI_PROF metric rewritten, so none reads one any more (or all still do)."""
+    for group in inputs(plan, PROMETHEUS_RULE, "gpu-monitoring-recording-rules")["spec"]["groups"]:
+        for rule in group["rules"]:
+            if any(m in rule["expr"] for m in DCGM):
+                rule["expr"] = rewrite(rule["expr"])
+
+
+@pytest.mark.parametrize("rewrite", [
+    lambda e: "vector(0) # " + e.replace("\n", " "),  # the metric only in a comment
+    lambda e: "vector(0)\n# DCGM_FI_PROF_GR_ENGINE_ACTIVE DCGM_FI_PROF_SM_ACTIVE DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    lambda e: 'label_replace(vector(0), "m", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "", "")',  # only in a string
+    lambda e: 'up{job="DCGM_FI_PROF_SM_ACTIVE"}',  # a label value
+    lambda e: "sum by (DCGM_FI_PROF_SM_ACTIVE) (up)",  # a label name
+    lambda e: e + ' + on(x) "unterminated',  # text PromQL refuses: read as selecting nothing
+], ids=["comment", "comment-line", "string", "label-value", "label-name", "unparseable"])
+def test_gpu006_dcgm_metric_outside_a_selector_fails(rewrite):
+    plan = load("aws-prod")
+    rewrite_dcgm(plan, rewrite)
+    report = run(plan, "GPU006")
+    assert ids(report) == ["GPU006"] and "loads no recording rule over" in report.findings[0].message
+
+
+@pytest.mark.parametrize("rewrite", [
+    lambda e: e + "  # reads DCGM engine activity",
+    lambda e: "sum by (pod) (max without (gpu) (DCGM_FI_PROF_GR_ENGINE_ACTIVE))",
+    lambda e: 'max({__name__="DCGM_FI_PROF_GR_ENGINE_ACTIVE"}) > bool 0.5',
+], ids=["trailing-comment", "aggregation", "name-matcher"])
+def test_gpu006_dcgm_metric_in_a_selector_passes(rewrite):
+    plan = load("aws-prod")
+    rewrite_dcgm(plan, rewrite)
+    assert ids(run(plan, "GPU006")) == []
