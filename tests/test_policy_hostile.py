@@ -2,14 +2,21 @@
 changed field that used to pass the pack and now fails with its rule id, next to a compliant control."""
 from __future__ import annotations
 
+import base64
+import json
 from decimal import Decimal
 
 import pytest
 import yaml
 
-from policy_fixtures import ids, inputs, load, run
+from gpu_platform.engine.plan import Plan
+from gpu_platform.policy.runner import evaluate
+from policies import context
+from policies.exemptions import Policy
 from policies.quantity import QuantityError, parse
-from test_policy_bypasses import exempted
+from policies.rules import BY_ID
+from policy_fixtures import TODAY, ids, inputs, load, run
+from test_policy_bypasses import exempted, oci_plan  # noqa: F401  (oci_plan is a fixture)
 
 QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -314,3 +321,49 @@ def test_gpu006_dcgm_metric_in_a_selector_passes(rewrite):
     plan = load("aws-prod")
     rewrite_dcgm(plan, rewrite)
     assert ids(run(plan, "GPU006")) == []
+
+
+# GPU001 (OKE): only a taint every run of the init script passes, on a run that surely happens, counts ----------
+
+INIT = "bash /var/run/oke-init.sh"
+TAINT = "--register-with-taints=nvidia.com/gpu=present:NoSchedule"
+
+
+def oke_gpu001(oci_plan, script):
+    plan = json.loads(json.dumps(oci_plan))
+    pool = next(r for r in plan["resources"]
+                if r["type"] == "oci:ContainerEngine/nodePool:NodePool" and "h100-train" in r["name"])
+    pool["inputs"]["nodeMetadata"]["user_data"] = base64.b64encode(script.encode()).decode()
+    report = evaluate(Plan.from_json(plan), context.build("production", Policy(), TODAY), [BY_ID["GPU001"]])
+    return [f.resource for f in report.findings]
+
+
+@pytest.mark.parametrize("script", [
+    f"#!/bin/bash\nexit 0\n{INIT} {TAINT}\n",  # after exit
+    f"#!/bin/bash\n{INIT}\nexit 0\n{INIT} {TAINT}\n",
+    f"#!/bin/bash\nexec /usr/bin/true\n{INIT} {TAINT}\n",
+    f"#!/bin/bash\ncat <<EOF >/etc/motd\n{INIT} {TAINT}\nEOF\n{INIT}\n",  # in a here-document
+    f"#!/bin/bash\nbash <<'EOF'\n{INIT} {TAINT}\nEOF\n",
+    f"#!/bin/bash\nif false; then\n  {INIT} {TAINT}\nfi\n",  # under if false
+    f"#!/bin/bash\nif false; then {INIT} {TAINT}; fi\n{INIT}\n",
+    f"#!/bin/bash\nfalse && {INIT} {TAINT}\n",
+    f"#!/bin/bash\nwhile false; do {INIT} {TAINT}; done\n",
+    f"#!/bin/bash\nrun() {{ {INIT}; }}\n{INIT} {TAINT}\n",  # an untainted run that may happen
+    f"#!/bin/bash\nINIT=/var/run/oke-init.sh\nbash $INIT\n{INIT} {TAINT}\n",
+    f"#!/bin/bash\ncase x in x) {INIT} {TAINT} ;; esac\n",
+    f"#!/bin/bash\n{INIT} {TAINT}\nfi\n",  # shell the reader does not follow proves nothing
+], ids=["after-exit", "exit-between", "after-exec", "heredoc", "heredoc-to-bash", "if-false", "if-false-then-plain",
+        "and", "loop", "function", "variable", "case", "stray-fi"])
+def test_gpu001_oke_taint_on_a_line_that_never_surely_runs_fails(oci_plan, script):
+    assert len(oke_gpu001(oci_plan, script)) == 1
+
+
+@pytest.mark.parametrize("script", [
+    f"#!/bin/bash\nset -euo pipefail\n{INIT} {TAINT}\n",
+    f"#!/bin/bash\n[ -x /bin/x ] || exit 1\nx=$(date)\nLOG=1 {INIT} {TAINT} 2>&1 | tee /var/log/init\n",
+    f"#!/bin/bash\ncat <<EOF >/etc/motd\nhello\nEOF\n{INIT} {TAINT}\n",
+    f"#!/bin/bash\nif command -v oke; then\n  oke bootstrap --kubelet-extra-args \"{TAINT}\"\nelse\n  {INIT} {TAINT}\nfi\n",
+    f"#!/bin/bash\nif [ -f /x ]; then exit 1; else {INIT} {TAINT}; fi\n",
+], ids=["plain", "guards", "heredoc-before", "if-else", "else-exits"])
+def test_gpu001_oke_taint_on_every_run_that_surely_happens_passes(oci_plan, script):
+    assert oke_gpu001(oci_plan, script) == []
