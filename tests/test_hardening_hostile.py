@@ -1,0 +1,49 @@
+"""Issue 25, input: the traceback classes that remained. Each bad input is refused with exit 2 and a message
+naming where it is and what is allowed; the control next to it is accepted."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from components.config.reader import ReadError, load_yaml
+from fuzzing import run_cli, write
+from test_cloud_aws import EXISTING
+
+TRACE_HEADER = "job_id,team,submit_s,duration_s,gpus"
+
+
+@pytest.fixture(scope="module")
+def plan_file(tmp_path_factory):
+    from gpu_platform.engine import plan_stack
+
+    return write(tmp_path_factory.mktemp("plan"), "plan.json", json.dumps(plan_stack("aws-dev").to_json()))
+
+
+def simulate(plan_file, trace):
+    return run_cli(["simulate", "--plan", str(plan_file), "--trace", str(trace), "--team-map", "auto",
+                    "--baseline", "none"])
+
+
+def validate(tmp_path, text):
+    return run_cli(["validate", "--file", str(write(tmp_path, "Pulumi.t.yaml", text))])
+
+
+# A URL with an unbalanced bracket ------------------------------------------------------------------------------
+
+URL_STACK = EXISTING + """  gpu-platform:observability:
+    prometheus: {install: false, url: "URL"}
+"""
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://[::1]]:9090", "https://prom]:9090", "http://[fe80::1%25]:80"])
+def test_url_with_an_unbalanced_bracket_is_refused(tmp_path, url):
+    outcome, code, _, err = validate(tmp_path, URL_STACK.replace("URL", url))
+    assert (outcome, code) == ("refused", 2), err
+    assert "observability.prometheus.url" in err and "is not an http(s) URL" in err
+
+
+def test_url_with_an_ipv6_host_is_accepted(tmp_path):
+    outcome, _, _, err = validate(tmp_path, URL_STACK.replace("URL", "http://[fd00::1]:9090"))
+    assert outcome == "accepted", err
