@@ -47,3 +47,22 @@ def test_url_with_an_unbalanced_bracket_is_refused(tmp_path, url):
 def test_url_with_an_ipv6_host_is_accepted(tmp_path):
     outcome, _, _, err = validate(tmp_path, URL_STACK.replace("URL", "http://[fd00::1]:9090"))
     assert outcome == "accepted", err
+
+
+# A trace CSV with a repeated header column ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("header", ["job_id,team,team,submit_s,duration_s,gpus",
+                                    "job_id,job_id,team,submit_s,duration_s,gpus",
+                                    "job_id,team,submit_s,duration_s,gpus,gpus"])
+def test_trace_header_repeating_a_column_is_refused(tmp_path, plan_file, header):
+    trace = write(tmp_path, "t.csv", f"{header}\nj1,team-a,team-b,0,10,1\n")
+    outcome, code, _, err = simulate(plan_file, trace)
+    assert (outcome, code) == ("refused", 2), err
+    assert re.search(r"t\.csv:1: header names column\(s\) \w+ more than once", err)
+
+
+def test_trace_with_a_field_past_the_csv_limit_is_refused(tmp_path, plan_file):
+    huge = "x" * 200_000  # more than the csv module's field size limit
+    outcome, code, _, err = simulate(plan_file, write(tmp_path, "t.csv", f'{TRACE_HEADER}\nj1,"{huge}",0,10,1\n'))
+    assert (outcome, code) == ("refused", 2) and "t.csv:2: not a CSV line" in err

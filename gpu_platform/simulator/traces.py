@@ -66,12 +66,19 @@ def parse_csv(lines: Iterable[str], name: str = "trace") -> list[TraceJob]:
     for lineno, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        cells = [c.strip() for c in next(csv.reader([line]))]
         where = f"{name}:{lineno}"
+        try:
+            cells = [c.strip() for c in next(csv.reader([line]))]
+        except csv.Error as exc:  # a field past the csv module's size limit, for one
+            raise SimulationError(f"{where}: not a CSV line ({exc})") from None
         if columns is None:
             if "job_id" in cells:
                 unknown = [c for c in cells if c not in CSV_COLUMNS]
                 missing = [c for c in REQUIRED if c not in cells]
+                repeated = sorted({c for c in cells if cells.count(c) > 1})
+                if repeated:
+                    raise SimulationError(f"{where}: header names column(s) {', '.join(repeated)} more than once; "
+                                          f"name each of {','.join(CSV_COLUMNS)} at most once")
                 if unknown or missing:
                     raise SimulationError(f"{where}: header must name columns {','.join(CSV_COLUMNS)} "
                                           f"(first five required); "
