@@ -66,3 +66,23 @@ def test_trace_with_a_field_past_the_csv_limit_is_refused(tmp_path, plan_file):
     huge = "x" * 200_000  # more than the csv module's field size limit
     outcome, code, _, err = simulate(plan_file, write(tmp_path, "t.csv", f'{TRACE_HEADER}\nj1,"{huge}",0,10,1\n'))
     assert (outcome, code) == ("refused", 2) and "t.csv:2: not a CSV line" in err
+
+
+# A trace that is not UTF-8 ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [
+    f"{TRACE_HEADER}\nj1,caf\xe9,0,10,1\n".encode("latin-1"),
+    f"{TRACE_HEADER}\nj1,team-a,0,10,1\n".encode("utf-16"),
+    b"\xff\xfe\x00",
+])
+def test_trace_that_is_not_utf8_is_refused(tmp_path, plan_file, content):
+    outcome, code, _, err = simulate(plan_file, write(tmp_path, "t.csv", content))
+    assert (outcome, code) == ("refused", 2), err
+    assert "trace is not UTF-8 text" in err
+
+
+def test_utf8_trace_with_a_byte_order_mark_is_accepted(tmp_path, plan_file):
+    content = b"\xef\xbb\xbf" + f"{TRACE_HEADER}\nj1,team-a,0,10,1\n".encode()
+    outcome, _, _, err = simulate(plan_file, write(tmp_path, "t.csv", content))
+    assert outcome == "accepted", err

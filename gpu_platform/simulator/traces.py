@@ -52,11 +52,20 @@ class TraceJob:
 def read_csv(path: str | Path) -> list[TraceJob]:
     """The documented CSV format; any problem raises SimulationError naming file and line."""
     path = Path(path)
+    return parse_csv(_text(path, "trace").splitlines(), str(path))
+
+
+def _text(path: Path, what: str) -> str:
+    """A UTF-8 text file (with or without a byte-order mark), or SimulationError saying why not."""
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
-        raise SimulationError(f"cannot read trace {path}: {exc.strerror}") from None
-    return parse_csv(text.splitlines(), str(path))
+        raise SimulationError(f"cannot read {what} {path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SimulationError(f"{path}: {what} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                              f"{exc.start}); save it as UTF-8") from None
 
 
 def parse_csv(lines: Iterable[str], name: str = "trace") -> list[TraceJob]:
@@ -154,10 +163,7 @@ def split_pool(text: str) -> tuple[str | None, str | None]:
 def read_runtimes(path: str | Path) -> list[float]:
     """Philly job runtimes in seconds (one column `runtime`), floored at MIN_RUNTIME_S."""
     path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        raise SimulationError(f"cannot read runtimes {path}: {exc.strerror}") from None
+    lines = _text(path, "runtimes").splitlines()
     runtimes = []
     for lineno, line in enumerate(lines, 1):
         cell = line.strip()
@@ -197,10 +203,7 @@ def read_gavel(path: str | Path, runtimes: str | Path | None = None, seed: int =
     jobs = []
     for file in files:
         team = file.stem
-        try:
-            lines = file.read_text().splitlines()
-        except OSError as exc:
-            raise SimulationError(f"cannot read trace {file}: {exc.strerror}") from None
+        lines = _text(file, "trace").splitlines()
         for lineno, line in enumerate(lines, 1):
             if not line.strip():
                 continue
