@@ -86,3 +86,38 @@ def test_utf8_trace_with_a_byte_order_mark_is_accepted(tmp_path, plan_file):
     content = b"\xef\xbb\xbf" + f"{TRACE_HEADER}\nj1,team-a,0,10,1\n".encode()
     outcome, _, _, err = simulate(plan_file, write(tmp_path, "t.csv", content))
     assert outcome == "accepted", err
+
+
+# Any Kubernetes quantity suffix in a plan file -------------------------------------------------------------------
+
+SUFFIXES = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M", "G", "T", "P", "E", "m", "e3", "E-1", ""]
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_plan_quantities_with_any_suffix_are_read(tmp_path, plan_file, suffix):
+    plan = json.loads(plan_file.read_text())
+    for r in plan["resources"]:
+        if r["type"].endswith(":ClusterQueue"):
+            for group in r["inputs"]["spec"]["resourceGroups"]:
+                for flavor in group["flavors"]:
+                    for resource in flavor["resources"]:
+                        resource["nominalQuota"] = f"8{suffix}"
+        if r["type"] == "kubernetes:core/v1:ResourceQuota":
+            r["inputs"]["spec"]["hard"] = {k: f"2{suffix}" for k in r["inputs"]["spec"]["hard"]}
+    path = write(tmp_path, "plan.json", json.dumps(plan))
+    trace = write(tmp_path, "t.csv", f"{TRACE_HEADER}\nj1,team-a,0,10,1\n")
+    for argv in (["check", "--plan", str(path)], ["simulate", "--plan", str(path), "--trace", str(trace),
+                                                   "--team-map", "auto", "--baseline", "none"]):
+        outcome, _, _, err = run_cli(argv)
+        assert outcome == "accepted", (argv[0], err)
+
+
+def test_plan_quantity_that_is_not_one_is_refused(tmp_path, plan_file):
+    plan = json.loads(plan_file.read_text())
+    queue = next(r for r in plan["resources"] if r["type"].endswith(":ClusterQueue"))
+    queue["inputs"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "8KiB"
+    path = write(tmp_path, "plan.json", json.dumps(plan))
+    trace = write(tmp_path, "t.csv", f"{TRACE_HEADER}\nj1,team-a,0,10,1\n")
+    outcome, code, _, err = run_cli(["simulate", "--plan", str(path), "--trace", str(trace), "--team-map", "auto",
+                                     "--baseline", "none"])
+    assert (outcome, code) == ("refused", 2) and "'8KiB' is not a Kubernetes quantity" in err
