@@ -121,3 +121,21 @@ def test_plan_quantity_that_is_not_one_is_refused(tmp_path, plan_file):
     outcome, code, _, err = run_cli(["simulate", "--plan", str(path), "--trace", str(trace), "--team-map", "auto",
                                      "--baseline", "none"])
     assert (outcome, code) == ("refused", 2) and "'8KiB' is not a Kubernetes quantity" in err
+
+
+# A non-string Capacity Block availability zone ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("zone", ["5", "[eu-west-1b]", "{a: 1}", "null", "true", "''"])
+def test_capacity_block_zone_that_is_not_a_string_is_refused_by_validate(tmp_path, zone):
+    text = EXISTING.replace("availabilityZone: eu-west-1b", f"availabilityZone: {zone}")
+    outcome, code, _, err = validate(tmp_path, text)
+    assert (outcome, code) == ("refused", 2), err
+    assert "cluster.aws.capacityBlocks" in err and "availabilityZone: <zone>" in err
+    outcome, code, _, err = run_cli(["plan", "--file", str(write(tmp_path, "Pulumi.t.yaml", text))])
+    assert (outcome, code) == ("refused", 2), err
+
+
+def test_capacity_block_with_a_zone_is_accepted(tmp_path):
+    outcome, _, _, err = validate(tmp_path, EXISTING)
+    assert outcome == "accepted", err
