@@ -139,3 +139,27 @@ def test_capacity_block_zone_that_is_not_a_string_is_refused_by_validate(tmp_pat
 def test_capacity_block_with_a_zone_is_accepted(tmp_path):
     outcome, _, _, err = validate(tmp_path, EXISTING)
     assert outcome == "accepted", err
+
+
+# Numbers as the Pulumi CLI's YAML reads them -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, value", [("v: 1_0", 10), ("v: 1_000_000", 10 ** 6), ("v: 0x_1F", 31),
+                                         ("v: 0b101", 5), ("v: -0o17", -15), ("v: 1_0.5", 10.5), ("v: 0", 0),
+                                         ("v: '010'", "010")])
+def test_numbers_read_as_the_pulumi_cli_reads_them(text, value):
+    assert load_yaml(text) == {"v": value}
+
+
+@pytest.mark.parametrize("text, meaning", [("v: 010", "octal 8"), ("v: [1, {w: 0_17}]", "octal 15"),
+                                           ("v: 09", "the float 9"), ("v: -007", "octal -7")])
+def test_a_leading_zero_is_refused_at_its_path(text, meaning):
+    with pytest.raises(ReadError, match=re.escape(f"which the Pulumi CLI reads as {meaning}")):
+        load_yaml(text)
+
+
+def test_a_leading_zero_in_a_stack_file_names_the_field(tmp_path):
+    outcome, code, _, err = validate(tmp_path, EXISTING.replace("maxNodes: 2, capacityType: spot",
+                                                                "maxNodes: 02, capacityType: spot"))
+    assert (outcome, code) == ("refused", 2)
+    assert "gpu-platform:gpuPools[0].maxNodes: 02 has a leading zero, which the Pulumi CLI reads as octal 2" in err
