@@ -10,15 +10,20 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fuzzing
-from fuzzing import STACK_FILES, Tally, dump, examples, mutate, run_cli, stack_document, text_mutations, write
+from gpu_platform.simulator.traces import CSV_COLUMNS
+from fuzzing import (
+    EXTRA_SEED, STACK_FILES, Tally, dump, examples, mutate, respell_numbers, run_cli, stack_document, text_mutations,
+    write,
+)
 
 FUZZ = settings(max_examples=examples(), derandomize=True, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
-DOCS = [stack_document(p) for p in STACK_FILES]
+DOCS = [stack_document(p) for p in STACK_FILES] + [yaml.safe_load(EXTRA_SEED)]
 
 
 def _report(tally: Tally) -> None:
@@ -40,7 +45,10 @@ def test_fuzz_stack_files():
         @given(st.data())
         def case(data):
             doc = mutate(DOCS[data.draw(st.integers(0, len(DOCS) - 1))], data.draw)
-            path = write(Path(tmp), "Pulumi.fuzz.yaml", dump(doc))
+            text = dump(doc)
+            if data.draw(st.integers(0, 4)) == 0:
+                text = respell_numbers(text, data.draw)
+            path = write(Path(tmp), "Pulumi.fuzz.yaml", text)
             outcome, _, out, err = run_cli(["validate", "--file", str(path)])
             if outcome == "accepted":
                 # Every declared pool and team is in the validated config, or the config was refused.
@@ -99,8 +107,18 @@ def test_fuzz_plan_files(plan_json):
 
 CELLS = st.one_of(st.sampled_from(["", "0", "1", "-1", "1.5", "nan", "inf", "-inf", "1e308", "1e999", "²", "٣", "１",
                                    "9" * 5000, "team-a", "team-b", "l4-dev", "a10g-train/nvidia.com/gpu",
-                                   "nvidia.com/mig-1g.10gb", "high", "gpu-low", "99999", "16", "8", '"', ","]),
+                                   "nvidia.com/mig-1g.10gb", "high", "gpu-low", "99999", "16", "8", '"', ",",
+                                   "caf\u00e9", "x" * 140_000]),
                   st.text(max_size=8))
+# A header naming columns (repeats included), or none; and how the file is encoded.
+HEADERS = st.one_of(st.none(), st.lists(st.sampled_from(CSV_COLUMNS), min_size=1, max_size=9))
+ENCODINGS = st.sampled_from(["utf-8", "utf-8", "utf-8-sig", "latin-1", "cp1252", "utf-16", "utf-16-le", "invalid"])
+
+
+def encode(text: str, encoding: str) -> bytes:
+    if encoding == "invalid":  # a byte no UTF-8 text holds
+        return text.encode() + b"\n#\xff\xfe\n"
+    return text.encode(encoding, "replace")
 
 
 def test_fuzz_traces(plan_json):
@@ -111,10 +129,13 @@ def test_fuzz_traces(plan_json):
 
         @settings(FUZZ, max_examples=max(1, examples() // 3))
         @given(st.lists(st.lists(CELLS, min_size=4, max_size=8), min_size=1, max_size=4),
-               st.sampled_from(["jobs", "interarrival", "median", "sigma", "max", "gangs", "teams", "pool"]), CELLS)
-        def case(rows, option, value):
+               st.sampled_from(["jobs", "interarrival", "median", "sigma", "max", "gangs", "teams", "pool"]), CELLS,
+               HEADERS, ENCODINGS)
+        def case(rows, option, value, header, encoding):
             lines = [",".join([f"j{i}", "team-a", "0", "10", "1"][:1] + row) for i, row in enumerate(rows)]
-            trace = write(Path(tmp), "trace.csv", "\n".join(lines) + "\n")
+            if header is not None:
+                lines.insert(0, ",".join(["job_id", *header]))
+            trace = write(Path(tmp), "trace.csv", encode("\n".join(lines) + "\n", encoding))
             for spec in (str(trace), f"synthetic:jobs=20,{option}={value}"):
                 outcome, _, _, err = run_cli(["simulate", "--plan", str(plan), "--trace", spec, "--team-map", "auto",
                                               "--baseline", "none", "--horizon", "86400"])
