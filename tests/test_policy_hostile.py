@@ -367,3 +367,18 @@ def test_gpu001_oke_taint_on_a_line_that_never_surely_runs_fails(oci_plan, scrip
 ], ids=["plain", "guards", "heredoc-before", "if-else", "else-exits"])
 def test_gpu001_oke_taint_on_every_run_that_surely_happens_passes(oci_plan, script):
     assert oke_gpu001(oci_plan, script) == []
+
+
+def test_gpu015_the_stacks_own_vpc_counts_as_cluster_addresses_whatever_its_range():
+    plan = load("aws-prod")
+    internet_to(plan, {"cidr": "52.10.0.0/16"})  # public space: fine while no cluster lives there
+    assert ids(run(plan, "GPU015")) == []
+    plan["resources"].append({
+        "custom": True, "inputs": {"cidrBlock": "52.10.0.0/16"}, "name": "ml-prod-vpc", "type": "aws:ec2/vpc:Vpc",
+        "parent": "", "urn": "urn:pulumi:aws-prod::gpu-platform::aws:ec2/vpc:Vpc::ml-prod-vpc",
+        "options": {"dependsOn": [], "ignoreChanges": [], "protect": False}})
+    report = run(plan, "GPU015")
+    # Every team's internet egress now reaches the VPC too: it excepts only the private ranges.
+    assert set(ids(report)) == {"GPU015"}
+    assert any("research/allow-internet-egress" in f.message and "65,536 cluster-internal addresses" in f.message
+               for f in report.findings)
