@@ -33,6 +33,11 @@ def examples(default: int = DEFAULT_EXAMPLES) -> int:
     return int(os.environ.get("GPU_PLATFORM_FUZZ_EXAMPLES", default))
 
 
+# Outcomes that fail a fuzz run: an exception escaped, a declared pool or team vanished, or an input whose meaning
+# is ambiguous (a leading-zero number, a repeated trace column) was accepted instead of refused.
+FAILURES = ("traceback", "lost", "misread")
+
+
 @dataclass
 class Tally:
     """Outcomes of one fuzz run, and the first few failures to show."""
@@ -43,13 +48,13 @@ class Tally:
 
     def record(self, outcome: str, detail: str = "") -> None:
         self.counts[outcome] += 1
-        if outcome in ("traceback", "lost") and len(self.failures) < 10:
+        if outcome in FAILURES and len(self.failures) < 10:
             self.failures.append(detail)
 
     def line(self) -> str:
         c = self.counts
         return (f"fuzz {self.name}: tried {sum(c.values())}, refused {c['refused']}, accepted {c['accepted']}, "
-                f"tracebacks {c['traceback']}, lost {c['lost']}")
+                f"tracebacks {c['traceback']}, lost {c['lost']}, misread {c['misread']}")
 
 
 def run_cli(argv: list[str]) -> tuple[str, int | None, str, str]:
@@ -230,16 +235,16 @@ config:
 _NUMBER = re.compile(r"(?<=: )(\d+)(?=[,}\n])")
 
 
-def respell_numbers(text: str, draw: Callable) -> str:
+def respell_numbers(text: str, draw: Callable) -> tuple[str, bool]:
     """One number of a dumped document respelled as YAML allows: a leading zero (octal to the Pulumi CLI), or
-    underscores (dropped by it)."""
+    underscores (dropped by it); and whether the new spelling has a leading zero (to be refused)."""
     found = list(_NUMBER.finditer(text))
     if not found:
-        return text
+        return text, False
     match = draw(st.sampled_from(found))
     digits = match.group(1)
     spelled = draw(st.sampled_from(["0" + digits, digits[:1] + "_" + digits[1:], "00", "0_" + digits]))
-    return text[:match.start()] + spelled + text[match.end():]
+    return text[:match.start()] + spelled + text[match.end():], spelled.replace("_", "")[:1] == "0"
 
 
 def write(tmp: Path, name: str, content: bytes | str) -> Path:
