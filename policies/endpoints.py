@@ -2,25 +2,29 @@
 side answers (GPU011, GPU013).
 
 "Open to the internet" is measured, not matched: the allowed CIDRs are merged per address family with
-`ipaddress`, and an allow-list covering more than OPEN_SHARE of the IPv4 or of the IPv6 address space (more
-than a /8's worth of addresses) counts as open, so `0.0.0.0/1` + `128.0.0.0/1` is as open as `0.0.0.0/0`.
+`ipaddress`, the ranges no internet host has (private, reserved) are cut out, and more public addresses than a
+named network needs (OPEN_PUBLIC: a /16's worth of IPv4, a /32's worth of IPv6, each an organisation's largest
+allocation) count as open. So `0.0.0.0/1` + `128.0.0.0/1`, a cloud provider's /8, two /9s or a few IPv6 /12s are as
+open as `0.0.0.0/0`, while `10.0.0.0/8` (no internet host) is not.
 """
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Callable
 
 from pulumi_policy import PolicyResource
 
+from policies import cidrs
 from policies.graph import Graph
 from policies.props import Undecidable, get, items
 from policies.rule import Pending, Report
 
-# More than 1/256 of an address family (a /8's worth) is no longer "named networks".
-OPEN_SHARE = Fraction(1, 256)
+# More public addresses than these prefixes hold are no longer "named networks".
+OPEN_PUBLIC = {4: 16, 6: 32}
 OKE_NSG_RULE = "oci:Core/networkSecurityGroupSecurityRule:NetworkSecurityGroupSecurityRule"
+OKE_SUBNET = "oci:Core/subnet:Subnet"
+OKE_SECURITY_LIST = "oci:Core/securityList:SecurityList"
+KUBE_API_PORT = 6443
 
 
 @dataclass(frozen=True)
@@ -35,38 +39,29 @@ class Endpoint:
     also_open: str = ""  # a setting that opens the endpoint beyond the list, when set
 
 
-def coverage(networks: tuple[str, ...]) -> tuple[dict[int, Fraction], list[str]]:
-    """The share of the IPv4 (4) and IPv6 (6) address space the networks cover, overlaps merged, and the entries
-    that are not addresses or CIDRs."""
-    parsed: dict[int, list] = {4: [], 6: []}
-    invalid = []
-    for text in networks:
-        try:
-            network = ipaddress.ip_network(str(text).strip(), strict=False)
-        except ValueError:
-            invalid.append(str(text))
-            continue
-        parsed[network.version].append(network)
-    space = {4: 2 ** 32, 6: 2 ** 128}
-    return ({version: Fraction(sum(n.num_addresses for n in ipaddress.collapse_addresses(found)), space[version])
-             for version, found in parsed.items()}, invalid)
+def public(networks: tuple[str, ...]) -> tuple[dict[int, int], list[str]]:
+    """How many public IPv4 (4) and IPv6 (6) addresses the networks cover, overlaps merged, and the entries that
+    are not addresses or CIDRs."""
+    parsed, invalid = cidrs.parse(networks)
+    return {v: cidrs.count(cidrs.subtract(found, cidrs.NOT_PUBLIC[v])) for v, found in parsed.items()}, invalid
 
 
 def exposure(endpoint: Endpoint) -> str | None:
     """Why the endpoint answers (a large part of) the internet, or None when it is private or limited."""
     if endpoint.private:
         return None
-    if endpoint.networks is None:
-        return f"the endpoint is public and {endpoint.allow_field} does not limit it"
     if endpoint.also_open:
         return endpoint.also_open
-    shares, invalid = coverage(endpoint.networks)
+    if endpoint.networks is None:
+        return f"the endpoint is public and {endpoint.allow_field} does not limit it"
+    counts, invalid = public(endpoint.networks)
     if invalid:
         return f"{endpoint.allow_field} has entries that are not CIDRs ({', '.join(invalid)})"
-    wide = [f"{float(share):.1%} of the IPv{version} space" for version, share in shares.items() if share > OPEN_SHARE]
+    wide = [f"{n:,} public IPv{v} addresses, more than a /{OPEN_PUBLIC[v]}'s worth"
+            for v, n in counts.items() if n > 2 ** ((32 if v == 4 else 128) - OPEN_PUBLIC[v])]
     if wide:
-        return (f"{endpoint.allow_field} ({', '.join(endpoint.networks)}) covers {' and '.join(wide)}; more than "
-                f"1/{OPEN_SHARE.denominator} of an address family is the internet, not named networks")
+        return (f"{endpoint.allow_field} ({', '.join(endpoint.networks)}) covers {' and '.join(wide)}: that is "
+                "a large part of the internet, not named networks")
     return None
 
 
@@ -93,7 +88,13 @@ def _gke(cluster: PolicyResource, graph: Graph) -> Endpoint:
     blocks = None if config is None else tuple(str(get(b, "cidrBlock", "")) for b in items(get(config, "cidrBlocks")))
     also_open = ("masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled lets every Google Cloud public IP in"
                  if get(config, "gcpPublicCidrsAccessEnabled") is True else "") if config is not None else ""
-    return Endpoint("GKE", get(p, "privateClusterConfig.enablePrivateEndpoint") is True, blocks,
+    # The DNS-based endpoint is a second way in: authorized networks do not apply to it, so with external
+    # traffic allowed any address reaches the API server, whatever the IP endpoint's settings.
+    dns = get(p, "controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic") is True
+    if dns:
+        also_open = ("controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic lets every address reach "
+                     "the DNS endpoint, which authorized networks do not limit")
+    return Endpoint("GKE", get(p, "privateClusterConfig.enablePrivateEndpoint") is True and not dns, blocks,
                     "masterAuthorizedNetworksConfig.cidrBlocks", "privateClusterConfig.enablePrivateEndpoint: true",
                     also_open)
 
@@ -113,8 +114,55 @@ def _oke(cluster: PolicyResource, graph: Graph) -> Endpoint:
         networks = tuple(str(get(r.props, "source", "")) for r in rules
                          if str(get(r.props, "direction", "")) == "INGRESS"
                          and str(get(r.props, "sourceType", "CIDR_BLOCK")) == "CIDR_BLOCK")
-    return Endpoint("OKE", private, networks, "endpointConfig.nsgIds (ingress rules' source CIDRs)",
-                    "endpointConfig.isPublicIpEnabled: false")
+        # OCI admits a packet that any NSG rule or any security list of the subnet admits: a narrow NSG next to
+        # an open security list is open.
+        networks += _subnet_sources(cluster, graph, get(config, "subnetId"))
+    return Endpoint("OKE", private, networks, "endpointConfig.nsgIds and the endpoint subnet's security lists "
+                    "(ingress sources)", "endpointConfig.isPublicIpEnabled: false")
+
+
+def _by_id(resource: PolicyResource, graph: Graph, type_: str, id_: str) -> PolicyResource | None:
+    """The resource of `type_` an id input names: a dependency of that type (under the CLI), else the one whose
+    offline id (`<name>-<8 hex>`) or name it is."""
+    linked = [d for d in resource.dependencies or [] if d.resource_type == type_]
+    named = [r for r in graph.of_type(type_) if id_ == r.name or
+             (id_.startswith(f"{r.name}-") and len(id_) == len(r.name) + 9)]
+    found = named or linked
+    return found[0] if len(found) == 1 else None
+
+
+def _subnet_sources(cluster: PolicyResource, graph: Graph, subnet_id) -> tuple[str, ...]:
+    """The sources the endpoint subnet's security lists admit to the API port."""
+    subnet = _by_id(cluster, graph, OKE_SUBNET, str(subnet_id)) if subnet_id else None
+    if subnet is None:
+        raise Undecidable(f"{cluster.name}: the endpoint subnet ({subnet_id}) is not in this stack, so what its "
+                          "security lists admit cannot be read")
+    sources = []
+    for list_id in items(get(subnet.props, "securityListIds")):
+        security_list = _by_id(subnet, graph, OKE_SECURITY_LIST, str(list_id))
+        if security_list is None:
+            raise Undecidable(f"{cluster.name}: the endpoint subnet's security list {list_id} is not in this "
+                              "stack, so what it admits cannot be read")
+        sources += [str(get(r, "source", "")) for r in items(get(security_list.props, "ingressSecurityRules"))
+                    if str(get(r, "sourceType", "CIDR_BLOCK")) == "CIDR_BLOCK" and _admits_api(r)]
+    return tuple(sources)
+
+
+def _admits_api(rule) -> bool:
+    """Whether a security list rule admits TCP to the API port: protocol all, or TCP without a port range or with
+    one holding 6443 (port numbers may arrive as floats)."""
+    protocol = str(get(rule, "protocol", ""))
+    if protocol == "all":
+        return True
+    if protocol != "6":
+        return False
+    ports = get(rule, "tcpOptions")
+    if not ports or get(ports, "min") is None:
+        return True
+    try:
+        return float(get(ports, "min")) <= KUBE_API_PORT <= float(get(ports, "max", get(ports, "min")))
+    except (TypeError, ValueError):
+        return True  # unreadable ports: assume the rule admits the API
 
 
 CLUSTERS: dict[str, Callable[[PolicyResource, Graph], Endpoint]] = {

@@ -25,6 +25,10 @@ EXEMPTION_KEYS = ("rule", "resource", "reason", "expires")
 _INDEX = re.compile(r"^policy\.exemptions\[(\d+)\]")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _WILDCARDS = set("*?")
+_GLOB = re.compile(r"[*?\[]")  # what fnmatch does not match literally
+_CLASS = re.compile(r"\[[^\]]*\]?|[*?]")  # wildcards and character classes
+_BOUND = re.compile(r"[^\W_]{3}")
+_URN = "urn:"
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,8 @@ class Exemptions:
         """The active exemption covering `rule` for any of `names`, recorded as used; None when none does."""
         names = [n for n in names if n]
         for path, exemption in self.active:
-            if exemption.rule == rule and any(fnmatch.fnmatchcase(n, exemption.resource) for n in names):
+            if exemption.rule == rule and any(fnmatch.fnmatchcase(n, exemption.resource) if not n.startswith(_URN)
+                                              else n == exemption.resource for n in names):
                 use = Use(path, exemption, rule, urn, message)
                 with self._lock:  # the analyzer serves requests from a thread pool
                     self.used.append(use)
@@ -191,6 +196,21 @@ def review(policy: Policy, rules: Mapping[str, bool], today: date) -> Exemptions
     return result
 
 
+def _unbounded(pattern: str) -> str:
+    """Why a glob is not limited to some resources, or "". Judged on the pattern alone, so it holds for every graph
+    it will ever meet: a glob is bounded only by its literal text, and one without a run of three letters or digits
+    (`*-*`, `[a-z]*`, `ml-*`) matches every name the platform gives. URNs are matched only in full, never by glob,
+    since every URN starts with the same `urn:pulumi:<stack>::<project>::`."""
+    if not _GLOB.search(pattern):
+        return ""  # a name or a URN, matched exactly
+    if pattern.startswith(_URN):
+        return "a glob over URNs; name resources by name, or give one URN in full"
+    literal = _CLASS.sub(" ", pattern)
+    if not _BOUND.search(literal):
+        return "no literal part of at least 3 letters or digits"
+    return ""
+
+
 def _problem(exemption: Exemption, rules: Mapping[str, bool], today: date, max_days: int) -> tuple[str, str] | None:
     if exemption.rule not in rules:
         return "rule", f"unknown rule {exemption.rule!r}; rules: {', '.join(sorted(rules))}"
@@ -200,6 +220,9 @@ def _problem(exemption: Exemption, rules: Mapping[str, bool], today: date, max_d
     if not pattern or set(pattern) <= _WILDCARDS:
         return "resource", (f"{exemption.resource!r} matches every resource; name the resources (a name or a glob "
                             "such as ml-prod-l4-*)")
+    if broad := _unbounded(pattern):
+        return "resource", (f"{exemption.resource!r} can match every resource ({broad}); name the resources: a name, "
+                            "or a glob that starts with a name prefix such as ml-prod-l4-*")
     visible, found = words(exemption.reason)
     if len(visible) < MIN_REASON or len(found) < MIN_WORDS:
         return "reason", (f"must explain the exception in at least {MIN_REASON} characters and {MIN_WORDS} "

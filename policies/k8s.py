@@ -7,6 +7,7 @@ from typing import Any
 import yaml
 from pulumi_policy import PolicyResource
 
+from policies import quantity
 from policies.graph import Graph
 from policies.props import get, items, mapping
 
@@ -55,10 +56,21 @@ def selects(selector: Mapping, labels: Mapping) -> bool:
 
 
 def team_namespaces(graph: Graph) -> dict[str, PolicyResource]:
-    """Team namespaces by name: Namespaces labelled as a team's, and those Team components declare."""
-    found = {name(ns): ns for ns in graph.of_type(NAMESPACE) if TEAM_LABEL in labels(ns)}
+    """Team namespaces by name: Namespaces labelled as a team's, those Team components declare, and every
+    Namespace a Kueue ClusterQueue admits: Kueue reads only the queue's selector, so a namespace it admits runs
+    tenant GPU work whether or not it carries the team label, and needs a team's quota, Pod Security and
+    default deny."""
+    namespaces = {name(ns): ns for ns in graph.of_type(NAMESPACE)}
+    found = {n: ns for n, ns in namespaces.items() if TEAM_LABEL in labels(ns)}
     for team in graph.of_type(TEAM_COMPONENT):
         found.setdefault(str(get(team.props, "namespace", team.name)), team)
+    for queue in graph.of_type(*CLUSTER_QUEUES):
+        selector = get(queue.props, "spec.namespaceSelector")
+        if selector is None:
+            continue  # Kueue: no selector admits no namespace
+        for n, ns in namespaces.items():
+            if n not in found and selects(selector, namespace_labels(n, ns)):
+                found[n] = ns
     return found
 
 
@@ -70,13 +82,13 @@ def namespace_labels(namespace_name: str, resource: PolicyResource) -> dict:
     return {**own, NAME_LABEL: namespace_name}
 
 
-def quantity(value: Any) -> float:
-    """A Kubernetes quantity as a number (GPU counts are whole; suffixes are not used for them)."""
-    text = str(value).strip()
-    for suffix, factor in (("k", 1e3), ("m", 1e-3)):
-        if text.endswith(suffix):
-            return float(text[:-1]) * factor
-    return float(text)
+def positive(value: Any) -> bool:
+    """Whether a quantity (a quota, a limit, a transformation output) is above zero; one that cannot be read counts
+    as positive, so a rule asking "can GPUs be used here" fails closed on it."""
+    try:
+        return quantity.parse(value) > 0
+    except quantity.QuantityError:
+        return True
 
 
 def yaml_text(value: Any) -> Any:

@@ -52,18 +52,18 @@ def taint_from_string(text: str) -> Taint | None:
     return Taint(match["key"], match["value"] or "", _EFFECTS.get(effect, effect))
 
 
-def _commands(text: str) -> list[str]:
-    """The command lines cloud-init executes: a `#cloud-config` document's bootcmd and runcmd, else the
-    script's lines with continuations joined (comments are dropped when each line is split)."""
+def _script(text: str) -> str:
+    """The shell cloud-init executes: the script itself, or a `#cloud-config` document's bootcmd and runcmd in
+    order (cloud-init runs each entry as a line of one script)."""
     if not text.lstrip().startswith("#cloud-config"):
-        return text.replace("\\\n", " ").splitlines()
+        return text
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError:
-        return []
+        return ""
     document = document if isinstance(document, dict) else {}
     entries = [*(document.get("bootcmd") or []), *(document.get("runcmd") or [])]
-    return [shlex.join(map(str, e)) if isinstance(e, list) else str(e) for e in entries]
+    return "\n".join(shlex.join(map(str, e)) if isinstance(e, list) else str(e) for e in entries)
 
 
 def _flag_values(args: list[str], flag: str) -> list[str]:
@@ -77,64 +77,182 @@ def _flag_values(args: list[str], flag: str) -> list[str]:
     return values
 
 
-_SEPARATORS = {";", "&&", "||", "|", "&"}
 # Words that run the command after them (with their own options) rather than being the command.
 _LAUNCHERS = {"sudo", "exec", "bash", "sh", "/bin/bash", "/bin/sh", "/usr/bin/env", "env"}
+_LISTS = {";", "&", ";;", ";&", ";;&"}  # end a command list
+_CONDITIONAL = {"&&", "||"}  # what follows runs only sometimes
+_LOOPS = {"for": "done", "while": "done", "until": "done", "select": "done", "{": "}", "(": ")"}
+_UNEXPECTED = {"then", "else", "elif", "fi", "done", "esac", "}", ")"}  # a closer no open block expects
+_ENDS = {"exit", "return"}  # nothing after them runs (exec too, see _Shell)
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")  # `NAME=value cmd`: an environment for cmd
+_HEREDOC = re.compile(r"(?<!<)<<-?(?!<)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 
 
-def _simple_commands(line: str) -> list[list[str]]:
-    """The simple commands of one shell line (split at ; && || | &), comments removed; [] when it cannot parse."""
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
-    lexer.whitespace_split = True
-    try:
-        words = list(lexer)
-    except ValueError:
-        return []  # unbalanced quotes: the shell refuses the line too
-    commands, current = [], []
-    for word in words:
-        if word in _SEPARATORS:
-            commands.append(current)
-            current = []
-        else:
-            current.append(word)
-    return [c for c in [*commands, current] if c]
+class _Unreadable(ValueError):
+    """Shell the reader does not follow (an unclosed block, a stray `fi`): the script proves no taint."""
+
+
+def _tokens(script: str) -> list[str]:
+    """Words and operators of a script, newlines as `;`; comments and here-document bodies (data, not commands)
+    dropped, continuations joined. A line with unbalanced quotes raises."""
+    words: list[str] = []
+    lines = script.replace("\\\n", " ").splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
+        lexer.whitespace_split = True
+        try:
+            words += [*lexer, ";"]
+        except ValueError as exc:
+            raise _Unreadable(f"line {i}: {exc}") from None
+        for heredoc in _HEREDOC.finditer(line):
+            while i < len(lines) and lines[i].strip() != heredoc.group(2):
+                i += 1
+            i += 1
+    return words
 
 
 def _init_script_args(command: list[str]) -> list[str] | None:
     """The arguments OKE's init script runs with, when `command` runs it; else None."""
     i = 0
-    while i < len(command) and (command[i] in _LAUNCHERS or command[i].startswith("-")):
+    while i < len(command) and (command[i] in _LAUNCHERS or command[i].startswith("-")
+                                or _ASSIGNMENT.match(command[i])):
         i += 1
     if i < len(command) and command[i].rsplit("/", 1)[-1] in OKE_JOIN_SCRIPTS:
         return command[i + 1:]
     if tuple(command[i:i + 2]) == OKE_JOIN_COMMAND:
         return command[i + 2:]
+    if i < len(command) and ("$" in command[i] or "`" in command[i]):
+        return []  # a script chosen at run time (`bash $INIT`): it may be the init script, with no taint
     return None
 
 
-def kubelet_taints(user_data: str) -> list[Taint] | None:
-    """Taints a node registers with: `--register-with-taints` passed to OKE's init script (directly or inside
-    `--kubelet-extra-args`) by a command cloud-init executes; None if the user data is not base64 text.
+def _taints(args: list[str]) -> frozenset[Taint]:
+    """The taints one init script run registers: `--register-with-taints`, directly or inside
+    `--kubelet-extra-args`."""
+    extras = _flag_values(args, _KUBELET_EXTRA_ARGS)
+    kubelet = [a for a in args if a not in extras]
+    for extra in extras:
+        lexer = shlex.shlex(extra, posix=True)
+        lexer.whitespace_split = True
+        try:
+            kubelet += list(lexer)
+        except ValueError:
+            pass  # unbalanced quotes: the kubelet gets no flag from it
+    return frozenset(t for flag in _flag_values(kubelet, _REGISTER_WITH_TAINTS)
+                     for t in map(taint_from_string, flag.split(",")) if t is not None)
 
-    Comments, echoed text and flags given to other commands do not taint a node, so they do not count.
+
+class _Shell:
+    """Which runs of OKE's init script a script may make, and whether one surely happens.
+
+    Conditions are never evaluated: a command under `if`, after `&&`/`||`, in a loop, a function or a subshell
+    may run; only straight-line commands, and an if/else whose every branch runs the script (or exits), surely
+    run. After a straight-line `exit`, `return` or `exec` nothing runs, so nothing after it is recorded.
+    """
+
+    def __init__(self, words: list[str]):
+        self.words, self.i = words, 0
+        self.runs: list[frozenset[Taint]] = []
+
+    def _peek(self) -> str:
+        return self.words[self.i] if self.i < len(self.words) else ""
+
+    def block(self, closers: set[str], live: bool) -> tuple[bool, bool, str]:
+        """Read commands until a word in `closers` starts one: (once the block runs, an init run surely happens;
+        the block surely exits; the closer). Runs are recorded while `live` and before a sure exit."""
+        sure = exited = False
+        while self.i < len(self.words):
+            word = self._peek()
+            if word in closers:
+                self.i += 1
+                return sure, exited, word
+            if word in _LISTS or word in ("do", "in"):
+                self.i += 1
+            elif word in _UNEXPECTED or word in _CONDITIONAL or word == "|":
+                raise _Unreadable(f"unexpected {word!r}")
+            elif word == "case":
+                raise _Unreadable("case statements are not followed")
+            elif word == "if":
+                ran, left = self.conditional(live and not exited)
+                sure, exited = sure or (ran and not exited), exited or left
+            elif word in _LOOPS:
+                self.i += 1
+                self.block({_LOOPS[word]}, live and not exited)  # may run any number of times, or never
+            else:
+                ran, left = self.command_list(live and not exited)
+                sure, exited = sure or (ran and not exited), exited or left
+        if closers:
+            raise _Unreadable(f"no {' or '.join(sorted(closers))}")
+        return sure, exited, ""
+
+    def conditional(self, live: bool) -> tuple[bool, bool]:
+        """`if ...; then ...; [elif ...; then ...;] [else ...;] fi`: sure when every branch runs the script or
+        exits and one runs it; exits when every branch does."""
+        branches, closer = [], "if"
+        while closer in ("if", "elif"):
+            self.i += 1
+            self.block({"then"}, live)  # the condition: it may run, nothing in it is sure
+            sure, exited, closer = self.block({"elif", "else", "fi"}, live)
+            branches.append((sure, exited))
+        branches.append(self.block({"fi"}, live)[:2] if closer == "else" else (False, False))
+        return any(s for s, _ in branches) and all(s or e for s, e in branches), all(e for _, e in branches)
+
+    def command_list(self, live: bool) -> tuple[bool, bool]:
+        """Pipelines joined by && and ||, up to `;`, `&` or a newline; only the first pipeline surely runs."""
+        sure = exited = conditional = False
+        command: list[str] = []
+        while True:
+            word = self._peek() or ";"
+            if word not in _LISTS and word not in _CONDITIONAL and word not in ("|", "(", ")"):
+                command.append(word)
+                self.i += 1
+                continue
+            ran, left = self.command(command, not conditional, live and not exited)
+            sure, exited, command = sure or ran, exited or left, []
+            if word == "(":  # a subshell or $(...): what it runs may happen, never surely
+                self.i += 1
+                self.block({")"}, live and not exited)
+                continue
+            if word == ")":
+                return sure, exited  # closes an enclosing subshell, which reads it
+            self.i += 1
+            if word in _LISTS:
+                return sure, exited
+            conditional = conditional or word in _CONDITIONAL
+
+    def command(self, command: list[str], unconditional: bool, live: bool) -> tuple[bool, bool]:
+        if not command:
+            return False, False
+        args = _init_script_args(command)
+        if args is not None and live:
+            self.runs.append(_taints(args))
+        ends = command[0] in _ENDS or command[0] == "exec"
+        return unconditional and args is not None, unconditional and ends
+
+
+def kubelet_taints(user_data: str) -> list[Taint] | None:
+    """Taints a node surely registers with; None if the user data is not base64 text.
+
+    Read from the runs of OKE's init script the shell may make: only taints every possible run passes count,
+    and only when some run surely happens (straight-line, or in every branch of an if/else), before any `exit`
+    or `exec`. A comment, echoed text, a here-document, a flag given to another command or a line after `exit`
+    does not taint a node; shell the reader does not follow proves no taint.
     """
     try:
         script = base64.b64decode(user_data, validate=True).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return None
-    taints = []
-    for line in _commands(script):
-        for command in _simple_commands(line):
-            args = _init_script_args(command)
-            if args is None:
-                continue
-            extras = _flag_values(args, _KUBELET_EXTRA_ARGS)
-            kubelet = [a for a in args if a not in extras]
-            for extra in extras:
-                kubelet += (_simple_commands(extra) or [[]])[0]
-            for flag in _flag_values(kubelet, _REGISTER_WITH_TAINTS):
-                taints += [t for t in map(taint_from_string, flag.split(",")) if t is not None]
-    return taints
+    try:
+        shell = _Shell(_tokens(_script(script)))
+        sure = shell.block(set(), True)[0]
+    except _Unreadable:
+        return []
+    if not sure or not shell.runs:
+        return []
+    return sorted(frozenset.intersection(*shell.runs))
 
 
 def tolerates(toleration: Mapping, taint: Taint) -> bool:

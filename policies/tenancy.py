@@ -2,8 +2,8 @@
 
 With Kueue the ClusterQueues decide: a team uses a pool when a queue its namespace may submit to (the queue's
 namespaceSelector, evaluated on the planned team Namespaces' labels) lists a ResourceFlavor selecting the pool
-(by any node label the pool's nodes carry, instance type included; a flavor without nodeLabels selects every
-pool) with quota, or may borrow it through a cohort. Without Kueue any team namespace whose quota admits the pool's
+(by any node label the pool's nodes carry, instance type included; a label GPU feature discovery adds at run
+time matches whatever its value; a flavor without nodeLabels selects every pool) with quota, or may borrow it through a cohort. Without Kueue any team namespace whose quota admits the pool's
 resources can use it (taints are tolerated per pod, so nothing else keeps a team off a pool).
 """
 from __future__ import annotations
@@ -15,10 +15,23 @@ from policies.graph import Graph, Pool
 from policies.props import get, items, mapping
 
 
+# Labels GPU feature discovery and node-feature-discovery put on nodes at run time (product name, memory, count,
+# driver and CUDA versions, sharing strategy): the graph holds none of their values.
+DISCOVERED = ("nvidia.com/", "feature.node.kubernetes.io/")
+
+
 def _flavor_selects(flavor: PolicyResource, pool: Pool) -> bool:
     # Kueue adds a flavor's nodeLabels as a node selector; without any, admitted pods may land on every pool.
     wanted = mapping(get(flavor.props, "spec.nodeLabels"))
-    return all(str(v) in pool.label_values(str(k)) for k, v in wanted.items())
+    return all(_may_carry(pool, str(k), str(v)) for k, v in wanted.items())
+
+
+def _may_carry(pool: Pool, key: str, value: str) -> bool:
+    """Whether the pool's nodes can carry label key=value. A discovered label the pool does not set itself may
+    have any value, so it is taken to match: a flavor selecting `nvidia.com/gpu.product` selects every GPU pool
+    until the graph says otherwise."""
+    known = pool.label_values(key)
+    return value in known or (not known and key.startswith(DISCOVERED))
 
 
 def queue_tenants(queue: PolicyResource, teams: dict[str, PolicyResource]) -> list[str]:
@@ -38,9 +51,9 @@ def _queue_uses(queue: PolicyResource, flavors: set[str]) -> bool:
             if str(get(flavor, "name")) not in flavors:
                 continue
             for resource in items(get(flavor, "resources")):
-                nominal = k8s.quantity(get(resource, "nominalQuota", 0))
                 borrowing = get(resource, "borrowingLimit")
-                if nominal > 0 or (cohort and (borrowing is None or k8s.quantity(borrowing) > 0)):
+                if k8s.positive(get(resource, "nominalQuota", 0)) or \
+                        (cohort and (borrowing is None or k8s.positive(borrowing))):
                     return True
     return False
 
@@ -51,7 +64,7 @@ def _quota_admits(graph: Graph, namespace: str, resources: list[str]) -> bool:
     for resource in resources:
         caps = [mapping(get(q.props, "spec.hard")).get(f"requests.{resource}") for q in quotas]
         caps = [c for c in caps if c is not None]
-        if not caps or min(k8s.quantity(c) for c in caps) > 0:
+        if not caps or all(k8s.positive(c) for c in caps):
             return True
     return False
 

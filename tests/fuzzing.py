@@ -12,6 +12,7 @@ import copy
 import io
 import json
 import os
+import re
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
@@ -32,6 +33,11 @@ def examples(default: int = DEFAULT_EXAMPLES) -> int:
     return int(os.environ.get("GPU_PLATFORM_FUZZ_EXAMPLES", default))
 
 
+# Outcomes that fail a fuzz run: an exception escaped, a declared pool or team vanished, or an input whose meaning
+# is ambiguous (a leading-zero number, a repeated trace column) was accepted instead of refused.
+FAILURES = ("traceback", "lost", "misread")
+
+
 @dataclass
 class Tally:
     """Outcomes of one fuzz run, and the first few failures to show."""
@@ -42,13 +48,13 @@ class Tally:
 
     def record(self, outcome: str, detail: str = "") -> None:
         self.counts[outcome] += 1
-        if outcome in ("traceback", "lost") and len(self.failures) < 10:
+        if outcome in FAILURES and len(self.failures) < 10:
             self.failures.append(detail)
 
     def line(self) -> str:
         c = self.counts
         return (f"fuzz {self.name}: tried {sum(c.values())}, refused {c['refused']}, accepted {c['accepted']}, "
-                f"tracebacks {c['traceback']}, lost {c['lost']}")
+                f"tracebacks {c['traceback']}, lost {c['lost']}, misread {c['misread']}")
 
 
 def run_cli(argv: list[str]) -> tuple[str, int | None, str, str]:
@@ -78,10 +84,21 @@ ODD_SCALARS = st.sampled_from([
     None, "", " ", "x", "-", "A_B", "a" * 64, "a" * 300, "1.33", "yes", "on", "1:30", "0x1F", "0o17", "1e3",
     "२", "٣", "１２", "\u00e9t\u00e9", "\x00", "$(rm)", "a\nb", "us-east-1", "m6i.2xlarge", "eastus2",
     "us-central1", "p5.48xlarge", "a3-highgpu-8g", "all-7g.80gb", "mig", "none", "spot", "reserved", "operator",
-    "*/10 * * * *", "99 99 99 99 99", "http://", "https://x y", "2027-01-01", "2020-01-01", "2027-01-01T00:00:00Z",
+    "*/10 * * * *", "99 99 99 99 99", "http://", "https://x y", "http://[::1", "https://h]:9090", "http://[fd00::1]",
+    "2027-01-01", "2020-01-01", "2027-01-01T00:00:00Z",
     0, 1, -1, 2, 7, 63, 64, 1000, 10**6, 10**30, -(10**30), 0.5, -0.0, 1e308, float("inf"), float("nan"), True,
     False, [], {}, [None], [[]], {"a": 1}, {"secure": "AAA"}, {1: 2}, [1, "a", None],
 ])
+
+
+# Kubernetes quantities in every spelling (apimachinery's suffixes and exponents) and near-misses.
+QUANTITY_SUFFIXES = ["", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "e3", "E-2", "KiB",
+                     "ki", "x", " k"]
+QUANTITIES = st.builds(lambda n, s: f"{n}{s}", st.sampled_from(["0", "1", "8", ".5", "1.", "-1", "+2", "1e3", ""]),
+                       st.sampled_from(QUANTITY_SUFFIXES))
+# URLs built from the characters that trip URL parsers: brackets, colons, at signs, percent signs.
+URLS = st.builds(lambda scheme, rest: scheme + rest, st.sampled_from(["http://", "https://", ""]),
+                 st.text(alphabet="[]:@%/.a1-", min_size=1, max_size=16))
 
 
 def odd_values(depth: int = 2) -> st.SearchStrategy:
@@ -134,7 +151,7 @@ def mutate(doc: dict, draw: Callable) -> dict:
         path = draw(st.sampled_from(leaves if leaves and draw(st.integers(0, 3)) else candidates))
         parent, key = _get(doc, path[:-1]), path[-1]
         op = draw(st.sampled_from(["delete", "replace", "replace", "sibling", "sibling", "wrap", "rename", "duplicate",
-                                   "add", "blank", "number"]))
+                                   "add", "blank", "number", "quantity", "url"]))
         if op == "delete":
             del parent[key]
         elif op == "replace":
@@ -143,6 +160,10 @@ def mutate(doc: dict, draw: Callable) -> dict:
             parent[key] = draw(st.sampled_from(_sibling_values(doc)))
         elif op == "number":
             parent[key] = draw(st.one_of(st.integers(-(10**20), 10**20), st.sampled_from([0, -1, 10**4, 10**9])))
+        elif op == "quantity":
+            parent[key] = draw(QUANTITIES)
+        elif op == "url":
+            parent[key] = draw(URLS)
         elif op == "blank":
             parent[key] = draw(st.sampled_from(["", " ", None, [], {}]))
         elif op == "wrap":
@@ -174,6 +195,8 @@ def text_mutations(text: str) -> list[bytes]:
         text.replace("minNodes: 0", "minNodes: 0\n      minNodes: 1", 1).encode(),
         text.replace("maxNodes: 4", "maxNodes: 1:30", 1).encode(),
         text.replace("workload: training", "workload: training\n      labels: {on: yes}", 1).encode(),
+        text.replace("maxNodes: 4", "maxNodes: 04", 1).encode(),
+        text.replace("maxNodes: 4", "maxNodes: 0_4", 1).encode(),
         text.replace("config:", "config:\n  gpu-platform:teams: &t [*t]", 1).encode(),
         nested.encode(),
         bomb.encode(),
@@ -185,6 +208,43 @@ def text_mutations(text: str) -> list[bytes]:
         b"",
         b"--- a\n--- b\n",
     ]
+
+
+# A seed stack with the fields the example stacks leave out (a Capacity Block, an adopted Prometheus by URL), so
+# mutations reach their checks too.
+EXTRA_SEED = """\
+config:
+  gpu-platform:cloud: aws
+  gpu-platform:environment: development
+  gpu-platform:cluster:
+    name: ml-lab
+    region: eu-west-1
+    authorizedNetworks: [203.0.113.0/24]
+    aws:
+      capacityBlocks:
+        h100-block: {reservationId: cr-0123456789abcdef0, availabilityZone: eu-west-1b}
+  gpu-platform:gpuPools:
+    - {name: l40s, instanceType: g6e.12xlarge, maxNodes: 2, capacityType: spot, workload: inference}
+    - {name: h100-block, instanceType: p5.48xlarge, minNodes: 2, maxNodes: 2, capacityType: reserved}
+  gpu-platform:teams:
+    - {name: lab, quotas: {l40s: 8, h100-block: 16}}
+  gpu-platform:observability:
+    prometheus: {install: false, url: "http://prometheus.monitoring:9090"}
+"""
+
+_NUMBER = re.compile(r"(?<=: )(\d+)(?=[,}\n])")
+
+
+def respell_numbers(text: str, draw: Callable) -> tuple[str, bool]:
+    """One number of a dumped document respelled as YAML allows: a leading zero (octal to the Pulumi CLI), or
+    underscores (dropped by it); and whether the new spelling has a leading zero (to be refused)."""
+    found = list(_NUMBER.finditer(text))
+    if not found:
+        return text, False
+    match = draw(st.sampled_from(found))
+    digits = match.group(1)
+    spelled = draw(st.sampled_from(["0" + digits, digits[:1] + "_" + digits[1:], "00", "0_" + digits]))
+    return text[:match.start()] + spelled + text[match.end():], spelled.replace("_", "")[:1] == "0"
 
 
 def write(tmp: Path, name: str, content: bytes | str) -> Path:

@@ -5,26 +5,32 @@ the test session summary.
 """
 from __future__ import annotations
 
+import copy
 import json
 import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fuzzing
-from fuzzing import STACK_FILES, Tally, dump, examples, mutate, run_cli, stack_document, text_mutations, write
+from gpu_platform.simulator.traces import CSV_COLUMNS
+from fuzzing import (
+    EXTRA_SEED, STACK_FILES, Tally, dump, examples, mutate, respell_numbers, run_cli, stack_document, text_mutations,
+    write,
+)
 
 FUZZ = settings(max_examples=examples(), derandomize=True, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
-DOCS = [stack_document(p) for p in STACK_FILES]
+DOCS = [stack_document(p) for p in STACK_FILES] + [yaml.safe_load(EXTRA_SEED)]
 
 
 def _report(tally: Tally) -> None:
     fuzzing.SUMMARY.append(tally.line())
     print(tally.line())
-    assert tally.counts["traceback"] == 0 and tally.counts["lost"] == 0, "\n\n".join(tally.failures)
+    assert not any(tally.counts[f] for f in fuzzing.FAILURES), "\n\n".join(tally.failures)
 
 
 def _declared(doc: dict, key: str) -> int:
@@ -40,8 +46,13 @@ def test_fuzz_stack_files():
         @given(st.data())
         def case(data):
             doc = mutate(DOCS[data.draw(st.integers(0, len(DOCS) - 1))], data.draw)
-            path = write(Path(tmp), "Pulumi.fuzz.yaml", dump(doc))
+            text, leading_zero = dump(doc), False
+            if data.draw(st.integers(0, 4)) == 0:
+                text, leading_zero = respell_numbers(text, data.draw)
+            path = write(Path(tmp), "Pulumi.fuzz.yaml", text)
             outcome, _, out, err = run_cli(["validate", "--file", str(path)])
+            if leading_zero and outcome == "accepted":
+                outcome, err = "misread", "a number with a leading zero (octal to the Pulumi CLI) was accepted"
             if outcome == "accepted":
                 # Every declared pool and team is in the validated config, or the config was refused.
                 for key, word in (("gpuPools", "GPU pool"), ("teams", "team")):
@@ -99,8 +110,18 @@ def test_fuzz_plan_files(plan_json):
 
 CELLS = st.one_of(st.sampled_from(["", "0", "1", "-1", "1.5", "nan", "inf", "-inf", "1e308", "1e999", "²", "٣", "１",
                                    "9" * 5000, "team-a", "team-b", "l4-dev", "a10g-train/nvidia.com/gpu",
-                                   "nvidia.com/mig-1g.10gb", "high", "gpu-low", "99999", "16", "8", '"', ","]),
+                                   "nvidia.com/mig-1g.10gb", "high", "gpu-low", "99999", "16", "8", '"', ",",
+                                   "caf\u00e9", "x" * 140_000]),
                   st.text(max_size=8))
+# A header naming columns (repeats included), or none; and how the file is encoded.
+HEADERS = st.one_of(st.none(), st.lists(st.sampled_from(CSV_COLUMNS), min_size=1, max_size=9))
+ENCODINGS = st.sampled_from(["utf-8", "utf-8", "utf-8-sig", "latin-1", "cp1252", "utf-16", "utf-16-le", "invalid"])
+
+
+def encode(text: str, encoding: str) -> bytes:
+    if encoding == "invalid":  # a byte no UTF-8 text holds
+        return text.encode() + b"\n#\xff\xfe\n"
+    return text.encode(encoding, "replace")
 
 
 def test_fuzz_traces(plan_json):
@@ -111,14 +132,84 @@ def test_fuzz_traces(plan_json):
 
         @settings(FUZZ, max_examples=max(1, examples() // 3))
         @given(st.lists(st.lists(CELLS, min_size=4, max_size=8), min_size=1, max_size=4),
-               st.sampled_from(["jobs", "interarrival", "median", "sigma", "max", "gangs", "teams", "pool"]), CELLS)
-        def case(rows, option, value):
+               st.sampled_from(["jobs", "interarrival", "median", "sigma", "max", "gangs", "teams", "pool"]), CELLS,
+               HEADERS, ENCODINGS)
+        def case(rows, option, value, header, encoding):
             lines = [",".join([f"j{i}", "team-a", "0", "10", "1"][:1] + row) for i, row in enumerate(rows)]
-            trace = write(Path(tmp), "trace.csv", "\n".join(lines) + "\n")
+            if header is not None:
+                lines.insert(0, ",".join(["job_id", *header]))
+            trace = write(Path(tmp), "trace.csv", encode("\n".join(lines) + "\n", encoding))
             for spec in (str(trace), f"synthetic:jobs=20,{option}={value}"):
                 outcome, _, _, err = run_cli(["simulate", "--plan", str(plan), "--trace", spec, "--team-map", "auto",
                                               "--baseline", "none", "--horizon", "86400"])
+                if spec == str(trace) and header and len(set(header)) < len(header) and outcome == "accepted":
+                    outcome, err = "misread", f"header {header} repeats a column and was accepted"
                 tally.record(outcome, f"{spec}: {lines if spec == str(trace) else ''}\n{err}")
+
+        case()
+    _report(tally)
+
+
+# Fields the example stacks leave out or hold only valid values in, each given generated values, then planned when
+# validate accepts them (some values passed validate and crashed the plan).
+FIELDS = [("gpu-platform:cluster", "aws", "capacityBlocks", "h100-block", "availabilityZone"),
+          ("gpu-platform:cluster", "aws", "capacityBlocks", "h100-block", "reservationId"),
+          ("gpu-platform:observability", "prometheus", "url"),
+          ("gpu-platform:gpuPools", 1, "maxNodes")]
+
+
+def test_fuzz_fields():
+    tally = Tally("validate + plan (generated values in chosen fields)")
+    seed = yaml.safe_load(EXTRA_SEED)
+    with tempfile.TemporaryDirectory() as tmp:
+
+        @settings(FUZZ, max_examples=max(1, examples() // 6))
+        @given(st.sampled_from(FIELDS), st.one_of(fuzzing.odd_values(1), fuzzing.URLS, fuzzing.QUANTITIES))
+        def case(field, value):
+            doc = copy.deepcopy(seed)
+            node = doc["config"]
+            for key in field[:-1]:
+                node = node[key]
+            node[field[-1]] = value
+            path = write(Path(tmp), "Pulumi.fuzz.yaml", dump(doc))
+            outcome, _, _, err = run_cli(["validate", "--file", str(path)])
+            if outcome == "accepted":
+                outcome, _, _, err = run_cli(["plan", "--file", str(path)])
+            tally.record(outcome, f"{field} = {value!r}\n{err}")
+
+        case()
+    _report(tally)
+
+
+QUOTA_FIELDS = ("nominalQuota", "borrowingLimit", "lendingLimit")
+
+
+def test_fuzz_plan_quantities():
+    """Generated quantities in every spelling in the queue quotas and namespace quotas of a production plan with a
+    shared time-sliced pool (where GPU002 reads them)."""
+    from policy_fixtures import load
+
+    plan_json = load("aws-prod")
+    tally = Tally("check/simulate --plan (quantities)")
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = write(Path(tmp), "trace.csv", TRACE)
+
+        @settings(FUZZ, max_examples=max(1, examples() // 6))
+        @given(fuzzing.QUANTITIES, st.sampled_from(QUOTA_FIELDS), st.booleans())
+        def case(quantity, field, namespace_quota):
+            plan = copy.deepcopy(plan_json)
+            for r in plan["resources"]:
+                if r["type"].endswith(":ClusterQueue"):
+                    for flavor in r["inputs"]["spec"]["resourceGroups"][0]["flavors"]:
+                        flavor["resources"][0][field] = quantity
+                if namespace_quota and r["type"] == "kubernetes:core/v1:ResourceQuota":
+                    r["inputs"]["spec"]["hard"] = {k: quantity for k in r["inputs"]["spec"]["hard"]}
+            path = write(Path(tmp), "plan.json", json.dumps(plan))
+            for argv in (["check", "--plan", str(path)],
+                         ["simulate", "--plan", str(path), "--trace", str(trace), "--team-map", "auto",
+                          "--baseline", "none"]):
+                outcome, _, _, err = run_cli(argv)
+                tally.record(outcome, f"{argv[0]} {field}={quantity!r}: {err}")
 
         case()
     _report(tally)

@@ -28,7 +28,7 @@ def _validate(tmp_path, content: bytes | str):
 
 @pytest.mark.parametrize("text, value", [
     ("v: yes", "yes"), ("v: on", "on"), ("v: No", "No"), ("v: 1:30", "1:30"), ("v: 0o17", 15), ("v: 0x1F", 31),
-    ("v: 017", 17), ("v: 2027-01-01", "2027-01-01"), ("v: true", True), ("v: ~", None), ("v: 1e3", 1000.0),
+    ("v: 1_0", 10), ("v: 0x1_F", 31), ("v: 2027-01-01", "2027-01-01"), ("v: true", True), ("v: ~", None), ("v: 1e3", 1000.0),
     ("v: .inf", float("inf")),
 ])
 def test_scalars_are_yaml_1_2_as_the_pulumi_cli_reads_them(text, value):

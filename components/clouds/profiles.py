@@ -319,7 +319,8 @@ def _aws_zones(value: list) -> str | None:
 def _capacity_blocks(value: dict) -> str | None:
     for pool, block in value.items():
         if (not isinstance(block, dict) or set(block) != {"reservationId", "availabilityZone"}
-                or not str(block.get("reservationId", "")).startswith("cr-")):
+                or not str(block.get("reservationId", "")).startswith("cr-")
+                or not isinstance(block.get("availabilityZone"), str) or not block["availabilityZone"].strip()):
             return (f"{pool}: must be {{reservationId: cr-..., availabilityZone: <zone>}} "
                     f"(the Capacity Block bought for that pool); got {block!r}")
     return None

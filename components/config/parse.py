@@ -276,11 +276,12 @@ def _url(sec: Section, key: str) -> str | None:
     url = sec.str(key, None, pattern=_HTTP_URL, what="an http:// or https:// URL")
     if url is None:
         return None
-    parts = urlsplit(url)
     try:
+        parts = urlsplit(url)  # an unbalanced [ or ] in the host raises ValueError("Invalid IPv6 URL")
         port_ok = parts.port is None or parts.port > 0
     except ValueError:
-        port_ok = False
+        sec.problems.add(sec.at(key), f"{url!r:.120} is not an http(s) URL with a valid host and port 1-65535")
+        return None
     host = parts.netloc.rpartition("@")[2]
     host = host.rsplit(":", 1)[0] if not host.endswith("]") else host
     if not port_ok or not _HOST.fullmatch(host) or len(host) > 253:

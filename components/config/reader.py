@@ -27,6 +27,19 @@ class ReadError(ValueError):
         self.path = path
 
 
+class LeadingZero:
+    """A number with a leading zero (`010`): the Pulumi CLI's YAML reads it as octal (8), a reader of the file
+    as decimal (10). Kept as this marker so the document check refuses it at its path."""
+
+    def __init__(self, text: str, meaning: str):
+        self.text, self.meaning = text, meaning
+
+    def problem(self) -> str:
+        meaning = self.meaning
+        return (f"{self.text} has a leading zero, which the Pulumi CLI reads as {meaning}; write the number "
+                f"without it, or quote it if it is a string")
+
+
 class _Loader(yaml.SafeLoader):
     """SafeLoader with YAML 1.2 core-schema scalars, duplicate-key refusal and a nesting bound."""
 
@@ -62,17 +75,26 @@ class _Loader(yaml.SafeLoader):
         text = self.construct_scalar(node)
         if len(text) > 30:  # int64 has 19 digits; Python would also refuse past 4300 with a ValueError
             raise ReadError(f"the number {text[:12]}... on line {node.start_mark.line + 1} has {len(text)} digits")
-        return int(text, 0) if text.lstrip("+-")[:2] in ("0o", "0x") else int(text)
+        # yaml.v3 drops underscores, then parses with Go's base-0 rules (1_0 is 10, 0x1F is 31).
+        plain = text.replace("_", "")
+        digits = plain.lstrip("+-")
+        if len(digits) > 1 and digits[0] == "0" and digits.isdigit():
+            # Go's base 0 reads it as octal; with an 8 or 9 that fails and yaml.v3 falls back to a float.
+            return LeadingZero(text, f"octal {int(plain, 8)}" if set(digits) <= set("01234567")
+                               else f"the float {float(plain):g}")
+        return int(plain, 0) if digits[:2] in ("0o", "0x", "0b") else int(plain)
 
 
 _Loader.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""])
 _Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
                               list("tTfF"))
-_Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
+# Underscores anywhere after the first digit, as yaml.v3 removes them before parsing the number.
+_Loader.add_implicit_resolver("tag:yaml.org,2002:int",
+                              re.compile(r"^(?:[-+]?[0-9][0-9_]*|[-+]?0o[0-7_]+|[-+]?0x[0-9a-fA-F_]+|[-+]?0b[01_]+)$"),
                               list("-+0123456789"))
 _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
-    re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    re.compile(r"^(?:[-+]?(?:\.[0-9][0-9_]*|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
                r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
     list("-+.0123456789"))
 _Loader.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"])
@@ -155,5 +177,7 @@ def _not_plain(value: Any, path: str):
                 stack.append((child, f"{at}.{key}" if at else key))
         elif isinstance(node, list):
             stack.extend((child, f"{at}[{i}]") for i, child in enumerate(node))
+        elif isinstance(node, LeadingZero):
+            yield at, node.problem()
         elif not (node is None or isinstance(node, (str, bool, int, float))):
             yield at, f"a {type(node).__name__} value (an explicit YAML tag?) is not allowed; use a plain string"

@@ -7,7 +7,6 @@ the cluster would.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,6 +16,7 @@ import yaml
 
 from gpu_platform.engine.plan_file import PlanFileError, check_plan_json, read_plan_json
 from gpu_platform.simulator.errors import SimulationError
+from policies.quantity import QuantityError, parse as parse_quantity
 
 KUEUE_API = "kubernetes:kueue.x-k8s.io/v1beta2:"
 CLUSTER_QUEUE = KUEUE_API + "ClusterQueue"
@@ -284,26 +284,13 @@ def _pools(components: list[dict[str, Any]]) -> dict[str, Pool]:
     return pools
 
 
-_QUANTITY = re.compile(r"^(-?\d+(?:\.\d+)?)(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
-_SUFFIX = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
-           "Ti": 2**40}
-
-
 def quantity(value: Any, where: str) -> int:
-    """A Kubernetes quantity as an integer count (GPUs, slices, replicas)."""
-    if isinstance(value, bool):
-        raise SimulationError(f"{where}: {value!r} is not a quantity")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise SimulationError(f"{where}: {value!r} is not a quantity")
-    if isinstance(value, (int, float)):
-        return int(value)
-    match = _QUANTITY.match(str(value).strip())
-    if not match:
-        raise SimulationError(f"{where}: {value!r} is not a quantity")
-    number = float(match.group(1)) * _SUFFIX[match.group(2)]
-    if not math.isfinite(number):
-        raise SimulationError(f"{where}: {value!r} is out of range")
-    return int(number)
+    """A Kubernetes quantity (the policy pack's parser: every suffix and exponent) as an integer count (GPUs,
+    slices, replicas)."""
+    try:
+        return int(parse_quantity(value))
+    except QuantityError as exc:
+        raise SimulationError(f"{where}: {exc}") from None
 
 
 def _flavors(rfs: list[dict[str, Any]], pools: dict[str, Pool], warnings: list[str]) -> dict[str, Flavor]:

@@ -52,11 +52,20 @@ class TraceJob:
 def read_csv(path: str | Path) -> list[TraceJob]:
     """The documented CSV format; any problem raises SimulationError naming file and line."""
     path = Path(path)
+    return parse_csv(_text(path, "trace").splitlines(), str(path))
+
+
+def _text(path: Path, what: str) -> str:
+    """A UTF-8 text file (with or without a byte-order mark), or SimulationError saying why not."""
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
-        raise SimulationError(f"cannot read trace {path}: {exc.strerror}") from None
-    return parse_csv(text.splitlines(), str(path))
+        raise SimulationError(f"cannot read {what} {path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SimulationError(f"{path}: {what} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                              f"{exc.start}); save it as UTF-8") from None
 
 
 def parse_csv(lines: Iterable[str], name: str = "trace") -> list[TraceJob]:
@@ -66,12 +75,19 @@ def parse_csv(lines: Iterable[str], name: str = "trace") -> list[TraceJob]:
     for lineno, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        cells = [c.strip() for c in next(csv.reader([line]))]
         where = f"{name}:{lineno}"
+        try:
+            cells = [c.strip() for c in next(csv.reader([line]))]
+        except csv.Error as exc:  # a field past the csv module's size limit, for one
+            raise SimulationError(f"{where}: not a CSV line ({exc})") from None
         if columns is None:
             if "job_id" in cells:
                 unknown = [c for c in cells if c not in CSV_COLUMNS]
                 missing = [c for c in REQUIRED if c not in cells]
+                repeated = sorted({c for c in cells if cells.count(c) > 1})
+                if repeated:
+                    raise SimulationError(f"{where}: header names column(s) {', '.join(repeated)} more than once; "
+                                          f"name each of {','.join(CSV_COLUMNS)} at most once")
                 if unknown or missing:
                     raise SimulationError(f"{where}: header must name columns {','.join(CSV_COLUMNS)} "
                                           f"(first five required); "
@@ -147,10 +163,7 @@ def split_pool(text: str) -> tuple[str | None, str | None]:
 def read_runtimes(path: str | Path) -> list[float]:
     """Philly job runtimes in seconds (one column `runtime`), floored at MIN_RUNTIME_S."""
     path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        raise SimulationError(f"cannot read runtimes {path}: {exc.strerror}") from None
+    lines = _text(path, "runtimes").splitlines()
     runtimes = []
     for lineno, line in enumerate(lines, 1):
         cell = line.strip()
@@ -190,10 +203,7 @@ def read_gavel(path: str | Path, runtimes: str | Path | None = None, seed: int =
     jobs = []
     for file in files:
         team = file.stem
-        try:
-            lines = file.read_text().splitlines()
-        except OSError as exc:
-            raise SimulationError(f"cannot read trace {file}: {exc.strerror}") from None
+        lines = _text(file, "trace").splitlines()
         for lineno, line in enumerate(lines, 1):
             if not line.strip():
                 continue

@@ -9,6 +9,7 @@ from policies.props import get
 from policies.rule import Pending, Report, stack_rule
 
 VOLCANO = "volcano"
+NEVER = "Never"
 
 
 def _priority_classes(graph: Graph, report: Report) -> None:
@@ -49,12 +50,14 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
         with pending.each():
             preemption = get(queue.props, "spec.preemption")
             cohort = get(queue.props, "spec.cohortName") or get(queue.props, "spec.cohort")
-            if not preemption or not get(preemption, "withinClusterQueue"):
-                report(f"ClusterQueue {k8s.name(queue)!r} sets no preemption.withinClusterQueue: urgent work waits "
-                       "behind everything already admitted", queue.urn)
-            elif cohort and not get(preemption, "reclaimWithinCohort"):
+            # Kueue's default for both is Never, so spelling it out is the same as leaving it out.
+            within = get(preemption, "withinClusterQueue", NEVER) if preemption else NEVER
+            if within == NEVER:
+                report(f"ClusterQueue {k8s.name(queue)!r} sets no preemption.withinClusterQueue (or Never): urgent "
+                       "work waits behind everything already admitted", queue.urn)
+            elif cohort and get(preemption, "reclaimWithinCohort", NEVER) == NEVER:
                 report(f"ClusterQueue {k8s.name(queue)!r} is in cohort {cohort!r} but sets no "
-                       "preemption.reclaimWithinCohort: GPUs it lends are never given back", queue.urn)
+                       "preemption.reclaimWithinCohort (or Never): GPUs it lends are never given back", queue.urn)
     volcano_queues = graph.of_type(k8s.VOLCANO_QUEUE)
     actions = _volcano_actions(graph) if volcano_queues else None
     for queue in volcano_queues:
@@ -76,7 +79,7 @@ RULE = stack_rule(
     rationale=("Without PriorityClasses nothing distinguishes urgent GPU work from opportunistic work. Exactly "
                "one class must be globalDefault with preemptionPolicy Never, so pods without a class never evict "
                "running training. Every Kueue ClusterQueue needs preemption.withinClusterQueue, and "
-               "reclaimWithinCohort when it lends GPUs to a cohort; every Volcano Queue states reclaimable and the "
+               "reclaimWithinCohort when it lends GPUs to a cohort, other than Never (Kueue's default); every Volcano Queue states reclaimable and the "
                "scheduler runs reclaim or preempt (its default configuration runs neither)."),
     severity=Severity.MEDIUM, enforcement=EnforcementLevel.MANDATORY,
     remediation=(

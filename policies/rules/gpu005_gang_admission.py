@@ -23,6 +23,9 @@ KUEUE_DEFAULT_FRAMEWORKS = ["batch/job"]
 # manage no job.
 JOB_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/", "trainer.kubeflow.org/trainjob",
                   "ray.io/rayjob")
+# What any tenant can create without a framework installed: a plain Job, or a bare pod requesting GPUs. Kueue must
+# manage both, or the simplest workload walks past every queue, quota and gang.
+ALWAYS_MANAGED = ("batch/job", "pod")
 
 
 def kueue_gang(config, teams: dict | None = None) -> str | None:
@@ -42,11 +45,17 @@ def kueue_gang(config, teams: dict | None = None) -> str | None:
     if not any(f.startswith(JOB_FRAMEWORKS) for f in frameworks):
         return (f"integrations.frameworks ({', '.join(frameworks) or 'none'}) manages no job framework, so "
                 "training jobs are never queued or gang-admitted")
-    selector = get(config, "managedJobsNamespaceSelector", KUEUE_DEFAULT_NAMESPACES)
-    unmanaged = sorted(ns for ns, r in (teams or {}).items() if not k8s.selects(selector, k8s.namespace_labels(ns, r)))
-    if unmanaged:
-        return (f"managedJobsNamespaceSelector does not select team namespace(s) {', '.join(unmanaged)}, so their "
-                "jobs without a queue label bypass Kueue")
+    left = [f for f in ALWAYS_MANAGED if f not in frameworks]
+    if left:
+        return (f"integrations.frameworks ({', '.join(frameworks)}) leaves {', '.join(left)} unmanaged, so a plain "
+                "Job or a bare pod requesting GPUs bypasses every queue and gang")
+    for field in ("managedJobsNamespaceSelector", "integrations.podOptions.namespaceSelector"):
+        selector = get(config, field, KUEUE_DEFAULT_NAMESPACES if field == "managedJobsNamespaceSelector" else {})
+        unmanaged = sorted(ns for ns, r in (teams or {}).items()
+                           if not k8s.selects(selector, k8s.namespace_labels(ns, r)))
+        if unmanaged:
+            return (f"{field} does not select team namespace(s) {', '.join(unmanaged)}, so their jobs without a "
+                    "queue label bypass Kueue")
     return None
 
 
@@ -95,16 +104,17 @@ RULE = stack_rule(
                "get half their GPUs and wait forever, holding them. Kueue admits all-or-nothing with "
                "`waitForPodsReady` (in v1beta2 its presence, with a timeout, enables it; v1beta1 needs "
                "`enable: true`) and must manage jobs without a queue label too, in every team namespace "
-               "(`managedJobsNamespaceSelector`), for at least one job framework (`integrations.frameworks`), or "
-               "they bypass it; Volcano needs "
+               "(`managedJobsNamespaceSelector`), for at least one job framework (`integrations.frameworks`) and "
+               "always for plain Jobs and bare pods (`batch/job`, `pod`), which any tenant can create, or they "
+               "bypass it; Volcano needs "
                "its gang plugin. Checked from the Kueue release's manager configuration and the Volcano release's "
                "scheduler configuration."),
     severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,
     remediation=(
         "Set `gpu-platform:scheduler.gang.enabled: true` (the default) with a timeout.",
         "With your own Kueue configuration: add `waitForPodsReady: {timeout: 10m}` and "
-        "`manageJobsWithoutQueueName: true`, keep the job frameworks your teams use in `integrations.frameworks` "
-        "and every team namespace in `managedJobsNamespaceSelector`; with Volcano keep `gang` in the first tier's "
+        "`manageJobsWithoutQueueName: true`, keep `batch/job`, `pod` and the job frameworks your teams use in "
+        "`integrations.frameworks` and every team namespace in `managedJobsNamespaceSelector`; with Volcano keep `gang` in the first tier's "
         "plugins.",
     ),
     config_key="scheduler",

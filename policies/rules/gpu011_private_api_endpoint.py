@@ -4,7 +4,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
 from policies import context
-from policies.endpoints import CLUSTERS, OPEN_SHARE, report_open_endpoints
+from policies.endpoints import CLUSTERS, OPEN_PUBLIC, report_open_endpoints
 from policies.graph import Graph
 from policies.rule import Report, stack_rule
 
@@ -24,10 +24,12 @@ RULE = stack_rule(
     rationale=("A GPU cluster's API server controls nodes worth millions and tokens with cloud access; in "
                "production it must not answer the whole internet. Passes when the endpoint is private (EKS "
                "`endpointPublicAccess: false`, AKS `enablePrivateCluster`, GKE `enablePrivateEndpoint`, OKE "
-               "`isPublicIpEnabled: false`) or its public side is limited to named networks. Open is measured: "
-               "the allowed CIDRs are merged per address family and more than "
-               f"1/{OPEN_SHARE.denominator} of the IPv4 or IPv6 space (a /8's worth) counts as the internet, so "
-               "`0.0.0.0/1` + `128.0.0.0/1` fails like `0.0.0.0/0`. Production is the stack's environment, else "
+               "`isPublicIpEnabled: false`, and no GKE DNS endpoint open to external traffic) or its public side is "
+               "limited to named networks. Open is measured: the allowed CIDRs (for OKE the endpoint's NSG rules "
+               "together with its subnet's security lists, since OCI admits what either admits) are merged per "
+               "address family, private and reserved ranges are cut out, and more public addresses than a "
+               f"/{OPEN_PUBLIC[4]} (IPv4) or a /{OPEN_PUBLIC[6]} (IPv6) holds counts as the internet, so "
+               "`0.0.0.0/1` + `128.0.0.0/1`, a cloud provider's /8 or two /9s fail like `0.0.0.0/0`. Production is the stack's environment, else "
                "the one the program records on its `gpu-platform:policy:StackFacts` resource; a graph without "
                "that record counts as production. Non-production endpoints are GPU013."),
     severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,

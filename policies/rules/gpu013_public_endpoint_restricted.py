@@ -4,7 +4,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
 from policies import context
-from policies.endpoints import CLUSTERS, OPEN_SHARE, report_open_endpoints
+from policies.endpoints import CLUSTERS, OPEN_PUBLIC, report_open_endpoints
 from policies.graph import Graph
 from policies.rule import Report, stack_rule
 
@@ -27,8 +27,9 @@ RULE = stack_rule(
                "the public endpoint: EKS `vpcConfig.publicAccessCidrs`, AKS "
                "`apiServerAccessProfile.authorizedIPRanges`, GKE `masterAuthorizedNetworksConfig.cidrBlocks` "
                "(without `gcpPublicCidrsAccessEnabled`), OKE the endpoint's NSGs (`endpointConfig.nsgIds`) and "
-               "their ingress rules. The allow-list is measured as in GPU011 (more than "
-               f"1/{OPEN_SHARE.denominator} of an address family is open). Production stacks are GPU011's "
+               "their ingress rules with the endpoint subnet's security lists; a GKE DNS endpoint open to external "
+               "traffic is open. The allow-list is measured as in GPU011 (more public addresses than a "
+               f"/{OPEN_PUBLIC[4]} or an IPv6 /{OPEN_PUBLIC[6]} holds is open). Production stacks are GPU011's "
                "(mandatory, critical); this one is mandatory too, since the stack config requires "
                "`cluster.authorizedNetworks` for every public endpoint; an open development endpoint needs an "
                "exemption with a reason and an expiry."),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
-from policies import charts, k8s
+from policies import charts, k8s, quantity
 from policies.graph import Graph
 from policies.props import get, items, mapping
 from policies.rule import Pending, Report, stack_rule
@@ -23,13 +23,22 @@ def hidden_gpus(config) -> list[str]:
             found.append(f"resources.excludeResourcePrefixes has {prefix!r}, which matches GPU resources")
     for rule in items(get(config, "resources.transformations")):
         source = str(get(rule, "input", ""))
-        outputs = [str(k) for k in mapping(get(rule, "outputs"))]
+        outputs = mapping(get(rule, "outputs"))
         # Kueue: "an empty Outputs combined with a Replace Strategy causes the Input resource to be ignored".
         if source.startswith(GPU_PREFIX) and get(rule, "strategy") == "Replace" and \
-                not any(o.startswith(GPU_PREFIX) for o in outputs):
-            found.append(f"resources.transformations replaces {source} with "
-                         f"{', '.join(outputs) if outputs else 'nothing'}")
+                not any(str(o).startswith(GPU_PREFIX) and _counts(amount) for o, amount in outputs.items()):
+            listed = ", ".join(f"{o}: {amount}" for o, amount in outputs.items())
+            found.append(f"resources.transformations replaces {source} with {listed or 'nothing'} (no GPU resource "
+                         "counted above zero)")
     return found
+
+
+def _counts(amount) -> bool:
+    """An output that charges something per GPU; one that cannot be read is not trusted to."""
+    try:
+        return quantity.parse(amount) > 0
+    except quantity.QuantityError:
+        return False
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
@@ -51,7 +60,8 @@ RULE = stack_rule(
     rationale=("Each team's per-pool GPU share, its borrowing and preemption live in Kueue's ClusterQueues. Kueue "
                "ignores every resource an entry of `resources.excludeResourcePrefixes` is a prefix of (an empty "
                "entry, `nvidia.com` or `nvidia.com/gpu` match GPUs), and a `resources.transformations` entry with "
-               "strategy `Replace` turns its input into its outputs (none: ignored). Either makes GPU jobs free: "
+               "strategy `Replace` turns its input into its outputs (none, or GPU outputs counted as zero in any quantity "
+               "spelling such as `0m` or `0Ki`: ignored). Either makes GPU jobs free: "
                "admitted at once, whatever the quota. The fabric NICs (`vpc.amazonaws.com/efa`, `rdma/...`) and "
                "cpu/memory may be excluded; GPUs may not."),
     severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,
@@ -59,7 +69,7 @@ RULE = stack_rule(
         "Let the platform write Kueue's configuration (`gpu-platform:scheduler.kind: kueue`): it excludes cpu, "
         "memory, storage, hugepages and fabric NICs only.",
         "In your own configuration, exclude no prefix of `nvidia.com/` and keep GPU transformations at `Retain`, "
-        "or `Replace` with a `nvidia.com/` output.",
+        "or `Replace` with a `nvidia.com/` output above zero.",
     ),
     config_key="scheduler",
     check=check,
