@@ -202,3 +202,21 @@ def test_finish_latency_keeps_quota_admitted():
     m = model({"q": cq({"p": 1}, cohort=None)})
     _, jobs = run(m, [("a", "q", 0, 10, 1), ("b", "q", 0, 10, 1)], timing=Timing(1.0, 0.5, 0.0))
     assert starts(jobs, "ab") == [0, 11]
+
+
+def test_a_livelock_is_detected_and_stops_the_run():
+    # The collision above without backoffLimitCount (Kueue's default: retry forever) and with the backoff capped
+    # at 60 s: A and B time out together, are requeued together and collide again, forever. The run stops once
+    # one of them has been evicted LIVELOCK_REPEATS (10) times with no job completed, and names both and their
+    # queues. (Before: no end, until 2 ** timeouts overflowed a float.)
+    m = gang_model(timeout="5m", requeuingStrategy={"backoffBaseSeconds": 60, "backoffMaxSeconds": 60})
+    result, jobs = run(m, GANG_JOBS, timing=replace(FAST, evict_latency_s=30.0))
+    livelock = result.livelock
+    assert livelock is not None and livelock.kind == "evictions"
+    assert livelock.jobs == {"A": 10, "B": 9} and livelock.queues == ["a", "b"]
+    assert livelock.reasons == {"PodsReadyTimeout": 19} and livelock.since == 0
+    # Each round: timeout 300 s, 30 s termination, 60 s backoff, so A's tenth eviction is at 10 x 390 - 60.
+    assert result.end == 3840 and all(j.first_start is None for j in jobs.values())
+    report = summarize(result)
+    assert report["livelock"]["jobs"] == {"A": 10, "B": 9} and "livelock: stopped at 3840 s" in \
+        report["livelock"]["message"]
