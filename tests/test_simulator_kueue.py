@@ -220,3 +220,18 @@ def test_a_livelock_is_detected_and_stops_the_run():
     report = summarize(result)
     assert report["livelock"]["jobs"] == {"A": 10, "B": 9} and "livelock: stopped at 3840 s" in \
         report["livelock"]["message"]
+
+
+def test_fair_sharing_orders_non_borrowing_entries_first():
+    # Kueue's fair sharing tournament (fair_sharing_iterator.go, FairSharingPrioritizeNonBorrowing, on by default
+    # since v0.17) puts an entry that does not borrow on the flavors it asks for before one that does, and only
+    # then compares dominant resource shares. b borrows 4 of c's 8 H100s (share 4/8 = 500 per mille); at 10, a
+    # asks 4 A100s on nominal 2 (borrows 2 of the 8 lendable: share 250) and b 6 A100s within its nominal 6.
+    # b goes first: a's 4 no longer fit in the 8 and wait for b's to end. (Before: lowest share first, a at 10
+    # and b at 1010.)
+    pools = {"h100": (1, {"nvidia.com/gpu": 8}, 8), "a100": (1, {"nvidia.com/gpu": 8}, 8)}
+    queues = {"a": cq({"h100": 0, "a100": 2}), "b": cq({"h100": 0, "a100": 6}), "c": cq({"h100": 8, "a100": 0})}
+    jobs = [*((f"bh{i}", "b", 0, 5000, 1, "h100") for i in range(4)),
+            ("a", "a", 10, 1000, 4, "a100"), ("b", "b", 10, 1000, 6, "a100")]
+    _, sim_jobs = run(model(queues, pools=pools, fair=True), jobs)
+    assert starts(sim_jobs, ["b", "a"]) == [10, 1010]
