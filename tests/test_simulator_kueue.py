@@ -235,3 +235,21 @@ def test_fair_sharing_orders_non_borrowing_entries_first():
             ("a", "a", 10, 1000, 4, "a100"), ("b", "b", 10, 1000, 6, "a100")]
     _, sim_jobs = run(model(queues, pools=pools, fair=True), jobs)
     assert starts(sim_jobs, ["b", "a"]) == [10, 1010]
+
+
+def test_no_preemption_for_a_request_above_nominal_without_borrow_within_cohort():
+    # Kueue's fitsResourceQuota (flavorassigner.go) looks for preemption targets only if the request is within
+    # nominal quota, or the queue may preempt while borrowing (borrowWithinCohort, or fair sharing with
+    # reclaimWithinCohort). a (nominal 8) runs 12 low-priority GPUs (4 borrowed from b); at 20 a high-priority
+    # 12-GPU job arrives: above nominal, so NoFit, and it waits for quota: a's jobs (admitted one per cycle at
+    # 0..11) and b's (0..3) end at 1000 + their admission, 12 GPUs are free at 1007. (Before: it preempted a's
+    # jobs, which came back, and started at 4001.) With borrowWithinCohort it preempts all 12 and is admitted
+    # in the next cycle (its pods then wait for room: b's 4 GPUs sit on the node a 6-GPU pod needs).
+    jobs = [*((f"low{i}", "a", 0, 1000, 1, None, 0) for i in range(12)),
+            *((f"b{i}", "b", 0, 1000, 1) for i in range(4)), ("high", "a", 20, 100, 12, None, 10)]
+    queues = {"a": cq({"p": 8}, within="LowerPriority"), "b": cq({"p": 8})}
+    result, sim_jobs = run(model(queues), jobs)
+    assert sim_jobs["high"].first_start == 1007 and result.preemptions == []
+    queues["a"] = cq({"p": 8}, within="LowerPriority", borrow_within={"policy": "LowerPriority"})
+    result, sim_jobs = run(model(queues), jobs)
+    assert sim_jobs["high"].admit_t == 21 and len(result.preemptions) == 12

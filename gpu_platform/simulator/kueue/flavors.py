@@ -3,7 +3,9 @@
 Mirrors Kueue's `pkg/scheduler/flavorassigner`: the queue's flavors for the job's resource are tried in order;
 the first where the job fits within what the queue may take (borrowing included) is a Fit, else the first where
 the preemption oracle finds targets is a Preempt (with those targets), else the first the job could ever fit is
-a Preempt without targets (it holds quota back for the cycle).
+a Preempt without targets (it holds quota back for the cycle). As in fitsResourceQuota, preemption is only
+considered for a request within the flavor's nominal quota, unless the queue may preempt while borrowing
+(borrowWithinCohort, or fair sharing with reclaimWithinCohort); otherwise the flavor is NoFit.
 """
 from __future__ import annotations
 
@@ -35,6 +37,12 @@ class FlavorAssigner(Preemptor):
                 frs.append((flavor, job.resource))
         return frs
 
+    def _may_preempt_while_borrowing(self, cq: CQ) -> bool:
+        """Kueue's canPreemptWhileBorrowing: borrowWithinCohort, or fair sharing with reclaimWithinCohort."""
+        spec = cq.spec
+        return spec.borrow_within_cohort not in (None, "Never") or (
+            self.fair and spec.reclaim_within_cohort != "Never")
+
     def _evaluate(self, cq: CQ, job: Job) -> Entry | None:
         """Flavor assignment: the first flavor where the job fits, else the first where preemption makes room."""
         self._last_short = NO_SHORTFALL
@@ -45,7 +53,9 @@ class FlavorAssigner(Preemptor):
                 continue
             if units <= self.available(cq, fr):
                 return Entry(cq, job, FIT, fr, cq.usage[fr] + units > cq.nominal[fr])
-            preemptible.append(fr)
+            if units <= cq.nominal[fr] or self._may_preempt_while_borrowing(cq):
+                preemptible.append(fr)
+            # else NoFit: fitsResourceQuota looks for targets only for a request within nominal quota
         for fr in preemptible:
             targets = self._targets(cq, job, fr)
             if targets:
