@@ -253,3 +253,18 @@ def test_no_preemption_for_a_request_above_nominal_without_borrow_within_cohort(
     queues["a"] = cq({"p": 8}, within="LowerPriority", borrow_within={"policy": "LowerPriority"})
     result, sim_jobs = run(model(queues), jobs)
     assert sim_jobs["high"].admit_t == 21 and len(result.preemptions) == 12
+
+
+def test_flavor_choice_prefers_reclaim_over_preemption_in_its_own_queue():
+    # Default flavorFungibility (whenCanPreempt: TryNextFlavor): Kueue tries every flavor and keeps the best
+    # preemption (flavorassigner.go isPreferred): reclaim (targets only in other queues) beats preempt (targets
+    # in its own queue). a fills its 8 p1 GPUs with low-priority jobs; b borrows a's 4 p2 GPUs. a's high job
+    # (4 GPUs, any flavor) could preempt 4 of its own on p1, or reclaim 4 of b's on p2: it reclaims on p2.
+    # (Before: the first flavor with targets, p1, evicting 4 of a's own jobs.)
+    pools = {"p1": (1, {"nvidia.com/gpu": 8}, 8), "p2": (1, {"nvidia.com/gpu": 8}, 8)}
+    queues = {"a": cq({"p1": 8, "p2": 4}, within="LowerPriority", reclaim="Any"), "b": cq({"p1": 0, "p2": 4})}
+    jobs = [*((f"low{i}", "a", 0, 1000, 1, "p1", 0) for i in range(8)),
+            *((f"b{i}", "b", 0, 1000, 1, "p2") for i in range(8)), ("high", "a", 20, 100, 4, None, 10)]
+    result, sim_jobs = run(model(queues, pools=pools), jobs)
+    assert {(p.team, p.reason) for p in result.preemptions} == {("b", "InCohortReclamation")}
+    assert len(result.preemptions) == 4 and sim_jobs["high"].flavor == "p2"
