@@ -202,3 +202,69 @@ def test_finish_latency_keeps_quota_admitted():
     m = model({"q": cq({"p": 1}, cohort=None)})
     _, jobs = run(m, [("a", "q", 0, 10, 1), ("b", "q", 0, 10, 1)], timing=Timing(1.0, 0.5, 0.0))
     assert starts(jobs, "ab") == [0, 11]
+
+
+def test_a_livelock_is_detected_and_stops_the_run():
+    # The collision above without backoffLimitCount (Kueue's default: retry forever) and with the backoff capped
+    # at 60 s: A and B time out together, are requeued together and collide again, forever. The run stops once
+    # one of them has been evicted LIVELOCK_REPEATS (10) times with no job completed, and names both and their
+    # queues. (Before: no end, until 2 ** timeouts overflowed a float.)
+    m = gang_model(timeout="5m", requeuingStrategy={"backoffBaseSeconds": 60, "backoffMaxSeconds": 60})
+    result, jobs = run(m, GANG_JOBS, timing=replace(FAST, evict_latency_s=30.0))
+    livelock = result.livelock
+    assert livelock is not None and livelock.kind == "evictions"
+    assert livelock.jobs == {"A": 10, "B": 9} and livelock.queues == ["a", "b"]
+    assert livelock.reasons == {"PodsReadyTimeout": 19} and livelock.since == 0
+    # Each round: timeout 300 s, 30 s termination, 60 s backoff, so A's tenth eviction is at 10 x 390 - 60.
+    assert result.end == 3840 and all(j.first_start is None for j in jobs.values())
+    report = summarize(result)
+    assert report["livelock"]["jobs"] == {"A": 10, "B": 9} and "livelock: stopped at 3840 s" in \
+        report["livelock"]["message"]
+
+
+def test_fair_sharing_orders_non_borrowing_entries_first():
+    # Kueue's fair sharing tournament (fair_sharing_iterator.go, FairSharingPrioritizeNonBorrowing, on by default
+    # since v0.17) puts an entry that does not borrow on the flavors it asks for before one that does, and only
+    # then compares dominant resource shares. b borrows 4 of c's 8 H100s (share 4/8 = 500 per mille); at 10, a
+    # asks 4 A100s on nominal 2 (borrows 2 of the 8 lendable: share 250) and b 6 A100s within its nominal 6.
+    # b goes first: a's 4 no longer fit in the 8 and wait for b's to end. (Before: lowest share first, a at 10
+    # and b at 1010.)
+    pools = {"h100": (1, {"nvidia.com/gpu": 8}, 8), "a100": (1, {"nvidia.com/gpu": 8}, 8)}
+    queues = {"a": cq({"h100": 0, "a100": 2}), "b": cq({"h100": 0, "a100": 6}), "c": cq({"h100": 8, "a100": 0})}
+    jobs = [*((f"bh{i}", "b", 0, 5000, 1, "h100") for i in range(4)),
+            ("a", "a", 10, 1000, 4, "a100"), ("b", "b", 10, 1000, 6, "a100")]
+    _, sim_jobs = run(model(queues, pools=pools, fair=True), jobs)
+    assert starts(sim_jobs, ["b", "a"]) == [10, 1010]
+
+
+def test_no_preemption_for_a_request_above_nominal_without_borrow_within_cohort():
+    # Kueue's fitsResourceQuota (flavorassigner.go) looks for preemption targets only if the request is within
+    # nominal quota, or the queue may preempt while borrowing (borrowWithinCohort, or fair sharing with
+    # reclaimWithinCohort). a (nominal 8) runs 12 low-priority GPUs (4 borrowed from b); at 20 a high-priority
+    # 12-GPU job arrives: above nominal, so NoFit, and it waits for quota: a's jobs (admitted one per cycle at
+    # 0..11) and b's (0..3) end at 1000 + their admission, 12 GPUs are free at 1007. (Before: it preempted a's
+    # jobs, which came back, and started at 4001.) With borrowWithinCohort it preempts all 12 and is admitted
+    # in the next cycle (its pods then wait for room: b's 4 GPUs sit on the node a 6-GPU pod needs).
+    jobs = [*((f"low{i}", "a", 0, 1000, 1, None, 0) for i in range(12)),
+            *((f"b{i}", "b", 0, 1000, 1) for i in range(4)), ("high", "a", 20, 100, 12, None, 10)]
+    queues = {"a": cq({"p": 8}, within="LowerPriority"), "b": cq({"p": 8})}
+    result, sim_jobs = run(model(queues), jobs)
+    assert sim_jobs["high"].first_start == 1007 and result.preemptions == []
+    queues["a"] = cq({"p": 8}, within="LowerPriority", borrow_within={"policy": "LowerPriority"})
+    result, sim_jobs = run(model(queues), jobs)
+    assert sim_jobs["high"].admit_t == 21 and len(result.preemptions) == 12
+
+
+def test_flavor_choice_prefers_reclaim_over_preemption_in_its_own_queue():
+    # Default flavorFungibility (whenCanPreempt: TryNextFlavor): Kueue tries every flavor and keeps the best
+    # preemption (flavorassigner.go isPreferred): reclaim (targets only in other queues) beats preempt (targets
+    # in its own queue). a fills its 8 p1 GPUs with low-priority jobs; b borrows a's 4 p2 GPUs. a's high job
+    # (4 GPUs, any flavor) could preempt 4 of its own on p1, or reclaim 4 of b's on p2: it reclaims on p2.
+    # (Before: the first flavor with targets, p1, evicting 4 of a's own jobs.)
+    pools = {"p1": (1, {"nvidia.com/gpu": 8}, 8), "p2": (1, {"nvidia.com/gpu": 8}, 8)}
+    queues = {"a": cq({"p1": 8, "p2": 4}, within="LowerPriority", reclaim="Any"), "b": cq({"p1": 0, "p2": 4})}
+    jobs = [*((f"low{i}", "a", 0, 1000, 1, "p1", 0) for i in range(8)),
+            *((f"b{i}", "b", 0, 1000, 1, "p2") for i in range(8)), ("high", "a", 20, 100, 4, None, 10)]
+    result, sim_jobs = run(model(queues, pools=pools), jobs)
+    assert {(p.team, p.reason) for p in result.preemptions} == {("b", "InCohortReclamation")}
+    assert len(result.preemptions) == 4 and sim_jobs["high"].flavor == "p2"

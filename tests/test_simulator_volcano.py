@@ -88,3 +88,16 @@ def test_static_variant_caps_queues_at_their_share():
     jobs = [(f"a{i}", "a", 0, 1000, 1) for i in range(16)]
     _, sim_jobs = run(m.static(), jobs, horizon=10)
     assert sum(1 for j in sim_jobs.values() if j.state == RUNNING) == 8
+
+
+def test_proportion_allocates_only_within_deserved():
+    # 16 GPUs, weights 1:1, both queues ask for more: deserved 8 each. a's jobs take 3 GPUs, b's 2. Volcano's
+    # proportion allocatable is allocated + request <= deserved (proportion.go queueAllocatable), so a stops at
+    # 6 and b gets 8; nobody is reclaimed. (Before: a took a third job, 9 > 8, b's last job found no room and
+    # reclaimed it, a took it back the next session: a0 was reclaimed every second, without end.)
+    m = load_model(volcano_plan({"a": {"weight": 1}, "b": {"weight": 1}}, actions="enqueue, allocate, reclaim"))
+    jobs = [*((f"a{i}", "a", 0, 1000, 3) for i in range(8)), *((f"b{i}", "b", 0, 1000, 2) for i in range(8))]
+    result, sim_jobs = run(m, jobs, horizon=500)
+    assert result.preemptions == [] and result.livelock is None
+    running = {q: sum(j.units for j in sim_jobs.values() if j.queue == q and j.state == RUNNING) for q in "ab"}
+    assert running == {"a": 6, "b": 8}

@@ -22,6 +22,11 @@ QUEUED, BACKOFF, ADMITTED, RUNNING, DONE, INACTIVE, EVICTING = range(7)
 # Event kinds, in the order they are handled when they fall on the same instant.
 FINISH, EVICTED, TIMEOUT, REQUEUE, ARRIVAL, CYCLE = range(6)
 PROGRESS_EVERY = 8192  # events between progress reports: rare enough to cost nothing in the loop
+# Livelock bounds (issue 27): a run stops, and says why, when one job has been evicted LIVELOCK_REPEATS times
+# while no job completed (the same workloads evicted and readmitted without progress), or when
+# LIVELOCK_IDLE_CYCLES cycles in a row changed nothing (a scheduler that keeps asking for cycles in vain).
+LIVELOCK_REPEATS = 10
+LIVELOCK_IDLE_CYCLES = 10_000
 
 
 @dataclass(frozen=True)
@@ -188,6 +193,32 @@ class SimResult:
     stalled: int  # admitted jobs whose pods never all started and that nothing will ever evict
     cycles: int
     checks: dict[str, int] = field(default_factory=dict)
+    livelock: Livelock | None = None  # set when the run was stopped for making no progress
+
+
+@dataclass
+class Livelock:
+    """Why a run was stopped early: the workloads evicted again and again since the last completion, and their
+    queues."""
+
+    time: float  # when the run was stopped
+    since: float  # the last completion
+    kind: str  # "evictions" (the same workloads evicted and readmitted) or "idle-cycles"
+    evictions: int  # evictions since `since`
+    jobs: dict[str, int]  # job id -> evictions since `since` (jobs evicted at least twice)
+    queues: list[str]
+    reasons: dict[str, int]  # eviction reason -> count since `since`
+
+    def describe(self) -> str:
+        if self.kind == "idle-cycles":
+            return (f"stopped at {self.time:.0f} s: {LIVELOCK_IDLE_CYCLES} scheduling cycles in a row changed "
+                    f"nothing (queues {', '.join(self.queues) or 'none'})")
+        jobs = ", ".join(f"{j} x{n}" for j, n in list(self.jobs.items())[:10])
+        more = f" and {len(self.jobs) - 10} more" if len(self.jobs) > 10 else ""
+        reasons = ", ".join(f"{r} {n}" for r, n in sorted(self.reasons.items()))
+        return (f"livelock: stopped at {self.time:.0f} s after {self.evictions} evictions ({reasons}) and no job "
+                f"completed since {self.since:.0f} s; jobs evicted again and again: {jobs}{more}; "
+                f"queues {', '.join(self.queues)}")
 
 
 class Simulation:
@@ -225,6 +256,16 @@ class Simulation:
         self.idle_area = 0.0
         self.preemptions: list[Preemption] = []
         self.checks = {"events": 0}
+        # Livelock detection: evictions per job since the last completion, and idle cycles in a row.
+        self.repeats = LIVELOCK_REPEATS
+        self.since_progress: dict[Job, int] = {}
+        self.progress_t = 0.0
+        self.evicted_since = 0
+        self.reasons_since: dict[str, int] = {}
+        self.changes = 0  # events other than cycles, admissions and evictions so far
+        self.cycle_changes = 0
+        self.idle_cycles = 0
+        self.livelock: Livelock | None = None
         self.scheduler: Scheduler = scheduler_for(model.scheduler)(self)
 
     # ---- the loop ---------------------------------------------------------------------------------------------
@@ -260,6 +301,14 @@ class Simulation:
                 for group in self.touched:
                     self._place(group, t)
                 self.touched.clear()
+                if self.changes == self.cycle_changes:  # nothing happened since the last cycle, nor in this one
+                    self.idle_cycles += 1
+                    if self.idle_cycles >= LIVELOCK_IDLE_CYCLES:
+                        self._stop("idle-cycles", t)
+                        break
+                else:
+                    self.idle_cycles = 0
+                    self.cycle_changes = self.changes
             elif kind == ARRIVAL:
                 self.now = t
                 self._enqueue(job, t)
@@ -281,16 +330,38 @@ class Simulation:
                 self._enqueue(job, t)
             else:
                 continue
+            if self.livelock is not None:
+                break
+            if kind != CYCLE:
+                self.changes += 1
             if self.cycle_at is None and scheduler.wants_cycle():
                 c = self.timing.cycle_s
                 self.cycle_at = max(math.ceil(t / c - 1e-9) * c, self.last_cycle + c)
                 self.push(self.cycle_at, CYCLE)
             if self.check:
                 self._check()
-        end = self.now if horizon is None else max(self.now, horizon)
+        end = self.now if horizon is None or self.livelock is not None else max(self.now, horizon)
         return self._result(end)
 
     # ---- job lifecycle ----------------------------------------------------------------------------------------
+    def _progress(self, t: float) -> None:
+        """A job completed: the evictions before were not a livelock. (Arrivals do not count: they free no quota,
+        and a livelock that goes on while jobs keep arriving would otherwise run for the whole trace.)"""
+        self.progress_t = t
+        if self.evicted_since:
+            self.since_progress.clear()
+            self.reasons_since.clear()
+            self.evicted_since = 0
+
+    def _stop(self, kind: str, t: float) -> None:
+        repeated = {j: n for j, n in sorted(self.since_progress.items(), key=lambda x: (-x[1], x[0].seq)) if n >= 2}
+        if kind == "idle-cycles":
+            queues = sorted({j.queue for j in self.jobs if j.state == QUEUED})
+        else:
+            queues = sorted({j.queue for j in repeated})
+        self.livelock = Livelock(t, self.progress_t, kind, self.evicted_since, {j.id: n for j, n in repeated.items()},
+                                 queues, dict(self.reasons_since))
+
     def _enqueue(self, job: Job, t: float) -> None:
         job.state = QUEUED
         self.scheduler.submit(job, t)
@@ -305,6 +376,7 @@ class Simulation:
         itself, after checking `fits_all` for a gang).
         """
         self._demand(job, -1)
+        self.changes += 1
         job.state = ADMITTED
         job.flavor = flavor
         job.admit_t = t
@@ -398,6 +470,7 @@ class Simulation:
             group.pending[:] = kept
 
     def _finish(self, job: Job, t: float) -> None:
+        self._progress(t)
         self._unbind(job, t)
         job.state = DONE
         job.finish_t = t
@@ -411,6 +484,7 @@ class Simulation:
         is requeued (after a backoff on PodsReady timeouts)."""
         if job.state == EVICTING:
             return
+        self.changes += 1
         job.evict_reason = reason
         job.evict_from = job.state
         group = job.group
@@ -436,6 +510,11 @@ class Simulation:
             lost = (t - job.admit_t) * sum(size for _, size in job.bound) * scale
         reason = job.evict_reason
         self.preemptions.append(Preemption(t, job.id, self.teams[job.team], reason, lost))
+        self.evicted_since += 1
+        self.reasons_since[reason] = self.reasons_since.get(reason, 0) + 1
+        count = self.since_progress[job] = self.since_progress.get(job, 0) + 1
+        if count >= self.repeats and self.livelock is None:
+            self._stop("evictions", t)
         self._unbind(job, t)
         job.run += 1
         job.evictions += 1
@@ -451,7 +530,7 @@ class Simulation:
             else:
                 job.state = BACKOFF
                 self._demand(job, +1)
-                delay = min(gang.backoff_base_s * 2 ** (job.timeouts - 1), gang.backoff_max_s)
+                delay = min(gang.backoff_base_s * 2 ** min(job.timeouts - 1, 64), gang.backoff_max_s)
                 self.push(t + delay, REQUEUE, job, job.run)
         else:
             self._enqueue(job, t)
@@ -555,7 +634,7 @@ class Simulation:
             idle_pending_gpu_s=self.idle_area, preemptions=self.preemptions,
             group_peaks={f"{g.pool}/{g.resource}": (g.peak_used, g.capacity) for g in self.groups.values()},
             groups=groups,
-            stalled=stalled, cycles=self.cycles, checks=self.checks)
+            stalled=stalled, cycles=self.cycles, checks=self.checks, livelock=self.livelock)
 
 
 def build_jobs(model: Model, trace, default_pool: str | None = None) -> list[Job]:

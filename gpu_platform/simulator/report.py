@@ -144,7 +144,13 @@ def summarize(result: SimResult) -> dict[str, Any]:
                        "allocated_share": _round(group["used_gpu_s"] / span / group["capacity_gpus"], 4)
                        if group["capacity_gpus"] else None,
                        "idle_gpu_minutes_while_pending": _round(group["idle_pending_gpu_s"] / 60)}
-    return {"overall": overall, "teams": teams, "pools": pools, "series": series(result, t0)}
+    out = {"overall": overall, "teams": teams, "pools": pools, "series": series(result, t0)}
+    if result.livelock is not None:
+        ll = result.livelock
+        out["livelock"] = {"stopped_at_s": _round(ll.time), "since_s": _round(ll.since), "kind": ll.kind,
+                           "evictions": ll.evictions, "jobs": ll.jobs, "queues": ll.queues, "reasons": ll.reasons,
+                           "message": ll.describe()}
+    return out
 
 
 def series(result: SimResult, t0: float, points: int = SERIES_POINTS) -> dict[str, Any]:
@@ -271,6 +277,9 @@ def render_table(report: dict[str, Any]) -> str:
              f"{report['scheduler']}, capacity {_fmt('', report['overall']['capacity_gpus'])} GPUs, "
              f"cycle {report['cycle_s']}s)"]
     lines += [f"warning: {w}" for w in report.get("warnings", [])]
+    for name, part in (("stack", report), ("baseline", base or {})):
+        if part.get("livelock"):
+            lines.append(f"warning: {name} run {part['livelock']['message']}")
     for label, mine, theirs in rows:
         lines.append(f"{label.ljust(widths[0])}  {mine.rjust(widths[1])}  {theirs.rjust(widths[2])}".rstrip())
     return "\n".join(lines)

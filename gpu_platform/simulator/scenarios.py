@@ -1,28 +1,88 @@
 """Built-in scenarios: Kueue's own scheduler performance test (fidelity) and the speed benchmark."""
 from __future__ import annotations
 
+import os
 import random
+import re
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from gpu_platform.simulator.engine import SimResult, Simulation, Timing, build_jobs
 from gpu_platform.simulator.model import Flavor, Gang, Model, Pool, Queue, Quota, Team
 from gpu_platform.simulator.traces import DEFAULT_GANGS, TraceJob, synthetic
 
-# kubernetes-sigs/kueue test/performance/scheduler/configs/baseline: generator.yaml and the averages of five
-# real runs recorded in rangespec.yaml (ClusterQueue usage in %, time to admission in seconds).
-KUEUE_BASELINE_MEASURED = {"usage_percent": 58.7, "large_s": 6.666, "medium_s": 76.768, "small_s": 215.468}
+# kubernetes-sigs/kueue test/performance/scheduler/configs/baseline at the pinned v0.19.2: generator.yaml, and the
+# averages of five real runs recorded as comments in rangespec.yaml (ClusterQueue usage in %, time to admission in
+# seconds), with SchedulingEquivalenceHashing on: usage 55.9 % (58.7 without), large 16,501 ms (6,666 without),
+# medium 76,768 ms, small 215,468 ms, wall 351,116 ms. read_rangespec() reads them again from the module source
+# (`go mod download sigs.k8s.io/kueue@v0.19.2`) when it is there; tests/test_simulator_fidelity.py checks these
+# against it.
+KUEUE_VERSION = "v0.19.2"
+KUEUE_RANGESPEC = "test/performance/scheduler/configs/baseline/rangespec.yaml"
+KUEUE_BASELINE_MEASURED = {"usage_percent": 55.9, "large_s": 16.501, "medium_s": 76.768, "small_s": 215.468}
 KUEUE_BASELINE_CLASSES = (  # class, count, creation interval s, runtime s, priority, request
     ("small", 350, 0.1, 0.2, 50, 1),
     ("medium", 100, 0.5, 0.5, 100, 5),
     ("large", 50, 1.2, 1.0, 200, 20),
 )
-# The cycle model calibrated once on that scenario (docs/simulator.md explains how); its test runner finishes an
+# The cycle model calibrated on that scenario (docs/simulator.md explains how); its test runner finishes an
 # eviction as soon as it sees one, so evictions take what a finish takes.
-KUEUE_CALIBRATED = Timing(cycle_s=0.25, finish_latency_s=0.5, evict_latency_s=0.5)
+KUEUE_CALIBRATED = Timing(cycle_s=0.4, finish_latency_s=1.0, evict_latency_s=1.0)
 # For real clusters: the same cycle model, and pods that get Kubernetes' default 30 s termination grace period.
 DEFAULT_TIMING = replace(KUEUE_CALIBRATED, evict_latency_s=30.0)
+
+
+def kueue_module_dir(version: str = KUEUE_VERSION) -> Path | None:
+    """Where `go mod download sigs.k8s.io/kueue@<version>` put the module source, if it did (never downloads)."""
+    roots = [os.environ.get("GOMODCACHE")]
+    roots += [str(Path(p) / "pkg" / "mod") for p in (os.environ.get("GOPATH") or "").split(os.pathsep) if p]
+    roots.append(str(Path.home() / "go" / "pkg" / "mod"))
+    for root in roots:
+        if root and (Path(root) / "sigs.k8s.io" / f"kueue@{version}").is_dir():
+            return Path(root) / "sigs.k8s.io" / f"kueue@{version}"
+    return None
+
+
+def read_rangespec(path: Path | str) -> dict[str, float]:
+    """The measured averages in a Kueue performance rangespec.yaml. They are comments (`# Average value 16501 (...)`)
+    above the limits they set: usage per ClusterQueue class in %, time to admission per workload class in ms
+    (returned in s, as `<class>_s`), and the command's wall time (`wall_s`)."""
+    out: dict[str, float] = {}
+    section, average = "", None
+    for line in Path(path).read_text().splitlines():
+        text = line.strip()
+        found = re.match(r"#\s*Average value\s+([0-9.]+)", text)
+        if found:
+            average = float(found.group(1))
+            continue
+        key = re.match(r"([A-Za-z][\w-]*):", text)
+        if not key or text.startswith("#"):
+            continue
+        if not line.startswith((" ", "\t")):
+            section, average = key.group(1), None
+            continue
+        if average is None:
+            continue
+        if section == "clusterQueueClassesMinUsage":
+            out["usage_percent"] = average
+        elif section == "wlClassesMaxAvgTimeToAdmissionMs":
+            out[f"{key.group(1)}_s"] = average / 1000
+        elif section == "cmd" and key.group(1) == "maxWallMs":
+            out["wall_s"] = average / 1000
+        average = None
+    return out
+
+
+def kueue_baseline_measured() -> dict[str, float]:
+    """The pinned version's figures: read from the module source when it was downloaded, else the copy above."""
+    root = kueue_module_dir()
+    if root is not None and (root / KUEUE_RANGESPEC).is_file():
+        measured = read_rangespec(root / KUEUE_RANGESPEC)
+        if all(k in measured for k in KUEUE_BASELINE_MEASURED):
+            return {k: measured[k] for k in KUEUE_BASELINE_MEASURED}
+    return dict(KUEUE_BASELINE_MEASURED)
 
 
 def kueue_baseline_model(cohorts: int = 5, queues_per_cohort: int = 6) -> Model:

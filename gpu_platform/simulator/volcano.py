@@ -5,7 +5,8 @@ Every session (schedulePeriod) runs the configured actions in order:
   requests (allocated + pending), capped by `capability`, at least `guarantee`; the `capacity` plugin uses the
   queue's `deserved` instead;
 - `allocate`: queues in order of share (allocated / deserved), one job at a time (priority, then creation);
-  a queue at or above its deserved share (proportion) or a job above the queue's capability is skipped; with
+  a job that would take its queue above its deserved share (proportion's allocatable: allocated + request <=
+  deserved) or above the queue's capability is skipped; with
   the `gang` plugin a job's pods are bound all together or not at all, without it each pod that fits is bound
   and the rest wait, holding what they got;
 - `preempt`: a pending job evicts lower-priority jobs of its own queue when that makes room on nodes;
@@ -149,8 +150,12 @@ class VolcanoScheduler:
                 continue
             job = heads[0][3]
             resource = job.resource
-            if self.proportion and q.allocated.get(resource, 0) >= q.deserved.get(resource, 0):
-                continue  # overused: no more this session
+            if self.proportion and q.allocated.get(resource, 0) + self._first(job) > q.deserved.get(resource, 0):
+                # proportion's allocatable: allocated + request must stay within deserved (proportion.go
+                # queueAllocatable), per task; this head waits, the queue's smaller heads may still fit.
+                skipped[q.name].add(job.bucket)
+                heapq.heappush(order, (self._share(q), q.idx, q))
+                continue
             capability = (q.spec.capability or {}).get(resource)
             ok, group = False, None
             if capability is None or q.allocated.get(resource, 0) + job.units <= capability:
@@ -160,6 +165,13 @@ class VolcanoScheduler:
             else:
                 skipped[q.name].add(job.bucket)
             heapq.heappush(order, (self._share(q), q.idx, q))
+
+    def _first(self, job: Job) -> int:
+        """What must be allocatable for the job to be bound this session: all its pods with the gang plugin, one
+        pod without it (its other pods then wait for room, holding the quota as the simulator binds jobs whole)."""
+        if self.gang or not job.cand_groups:
+            return job.units
+        return pods_for(job.units, job.cand_groups[0].cap)[0]
 
     def _room(self, job: Job) -> tuple[bool, NodeGroup | None]:
         """Whether the job can start now, and where: the first candidate group with room for all its pods

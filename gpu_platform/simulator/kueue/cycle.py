@@ -4,7 +4,7 @@ Mirrors Kueue's `pkg/scheduler` (scheduler.go's schedule loop) and its queue man
 BestEffortFIFO/StrictFIFO, inadmissible workloads). Per cycle: each ClusterQueue offers one head (priority,
 then FIFO by queue-order timestamp); BestEffortFIFO skips heads that fit nowhere, StrictFIFO blocks behind them.
 A head is assigned a flavor (flavors.py). Entries are then processed in Kueue's order (not borrowing first, then
-priority, then FIFO; with fair sharing, lowest dominant resource share first): a fit is admitted if it still
+priority, then FIFO; with fair sharing, not borrowing first, then lowest dominant resource share): a fit is admitted if it still
 fits after this cycle's earlier entries; a preemption (unless its targets overlap an earlier one's) reserves the
 preemptor's quota for the rest of the cycle and evicts its targets at the cycle's end, and the preemptor is
 admitted in a later cycle, staying its queue's head meanwhile (BestEffortFIFO's sticky head, kueue#7157, so a
@@ -138,7 +138,9 @@ class KueueScheduler(FlavorAssigner):
         for e in entries:
             job = e.job
             if self.fair:
-                e.key = (self.drs(e.cq, e.fr, job.units), -job.priority, job.ts, job.seq)
+                # fair_sharing_iterator.go's tournament: not borrowing on the requested flavor first
+                # (FairSharingPrioritizeNonBorrowing, on by default), then lowest share after admission.
+                e.key = (e.borrows, self.drs(e.cq, e.fr, job.units), -job.priority, job.ts, job.seq)
             else:
                 e.key = (e.borrows, -job.priority, job.ts, job.seq)
         entries.sort(key=lambda e: e.key)

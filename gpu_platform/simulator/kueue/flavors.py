@@ -1,9 +1,12 @@
 """Flavor assignment: which ResourceFlavor of its ClusterQueue a head workload gets, and how.
 
 Mirrors Kueue's `pkg/scheduler/flavorassigner`: the queue's flavors for the job's resource are tried in order;
-the first where the job fits within what the queue may take (borrowing included) is a Fit, else the first where
-the preemption oracle finds targets is a Preempt (with those targets), else the first the job could ever fit is
-a Preempt without targets (it holds quota back for the cycle).
+the first where the job fits within what the queue may take (borrowing included) is a Fit, else the best flavor
+where the preemption oracle finds targets is a Preempt (with those targets: reclaim-only before preempting in
+its own queue, then not borrowing afterwards, then flavor order), else the first the job could ever fit is
+a Preempt without targets (it holds quota back for the cycle). As in fitsResourceQuota, preemption is only
+considered for a request within the flavor's nominal quota, unless the queue may preempt while borrowing
+(borrowWithinCohort, or fair sharing with reclaimWithinCohort); otherwise the flavor is NoFit.
 """
 from __future__ import annotations
 
@@ -35,6 +38,12 @@ class FlavorAssigner(Preemptor):
                 frs.append((flavor, job.resource))
         return frs
 
+    def _may_preempt_while_borrowing(self, cq: CQ) -> bool:
+        """Kueue's canPreemptWhileBorrowing: borrowWithinCohort, or fair sharing with reclaimWithinCohort."""
+        spec = cq.spec
+        return spec.borrow_within_cohort not in (None, "Never") or (
+            self.fair and spec.reclaim_within_cohort != "Never")
+
     def _evaluate(self, cq: CQ, job: Job) -> Entry | None:
         """Flavor assignment: the first flavor where the job fits, else the first where preemption makes room."""
         self._last_short = NO_SHORTFALL
@@ -45,11 +54,24 @@ class FlavorAssigner(Preemptor):
                 continue
             if units <= self.available(cq, fr):
                 return Entry(cq, job, FIT, fr, cq.usage[fr] + units > cq.nominal[fr])
-            preemptible.append(fr)
+            if units <= cq.nominal[fr] or self._may_preempt_while_borrowing(cq):
+                preemptible.append(fr)
+            # else NoFit: fitsResourceQuota looks for targets only for a request within nominal quota
+        # With the default flavorFungibility (whenCanPreempt: TryNextFlavor) every flavor is tried and the best
+        # preemption kept (isPreferred, BorrowingOverPreemption): reclaiming only from other queues before
+        # preempting in its own, then not borrowing after the preemptions, then flavor order.
+        best, best_key = None, None
         for fr in preemptible:
             targets = self._targets(cq, job, fr)
             if targets:
-                return Entry(cq, job, PREEMPT, fr, cq.usage[fr] + units > cq.nominal[fr], targets)
+                own = sum(w.units for w, _ in targets if w.queue == cq.name)
+                key = (own > 0, cq.usage[fr] - own + units > cq.nominal[fr])
+                if best is None or key < best_key:
+                    best, best_key = Entry(cq, job, PREEMPT, fr, cq.usage[fr] + units > cq.nominal[fr], targets), key
+                    if key == (False, False):
+                        break
+        if best is not None:
+            return best
         if preemptible:
             fr = preemptible[0]
             return Entry(cq, job, PREEMPT, fr, cq.usage[fr] + units > cq.nominal[fr])
