@@ -22,6 +22,7 @@ import yaml
 from cluster_manifests import apply_stack, manifests
 from components.clouds.labels import POOL_LABEL
 from components.scheduling.priorities import CEILING_POLICY, WORKLOAD_PRIORITY_LABEL
+from components.tenancy.network_guard import POLICY as TEAM_NETWORK_POLICY
 from components.tenancy.pool_admission import POLICY as POOL_POLICY
 from gpu_platform.engine import plan_stack
 from helm import CHARTS, Helm, extract_helm
@@ -351,3 +352,24 @@ def test_a_team_cannot_bind_itself_more_than_it_has(tenant):
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": GROUP}]}
     assert "Forbidden" in refusal(dry_run(tenant, binding))
+
+
+# --- NetworkPolicies: `edit` may write them, the team-network guard refuses the team ------------------------------
+
+METADATA_EGRESS = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                   "metadata": {"name": "allow-metadata", "namespace": TEAM},
+                   "spec": {"podSelector": {}, "policyTypes": ["Egress"],
+                            "egress": [{"to": [{"ipBlock": {"cidr": "169.254.169.254/32"}}]}]}}
+
+
+def test_a_team_cannot_rewrite_its_own_network_policies(tenant):
+    """RBAC lets `edit` write NetworkPolicies; the team-network guard refuses the team opening egress to the cloud
+    metadata address or dropping its default-deny."""
+    assert tenant.can_i("create", "networkpolicies", TEAM)  # what the guard is for
+    assert TEAM_NETWORK_POLICY in refusal(dry_run(tenant, METADATA_EGRESS))
+    assert TEAM_NETWORK_POLICY in refusal(tenant.kubectl("delete", "networkpolicy", "default-deny", "-n", TEAM,
+                                                         "--dry-run=server"))
+
+
+def test_the_platform_still_manages_team_network_policies(cluster):
+    assert not refusal(dry_run(cluster, METADATA_EGRESS))

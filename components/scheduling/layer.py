@@ -5,6 +5,7 @@ from components.context import Context
 from components.scheduling.frameworks import Frameworks
 from components.scheduling.kinds import scheduler_kind
 from components.scheduling.priorities import Priorities
+from components.tenancy.network_guard import TeamNetworkGuard
 from components.tenancy.pool_admission import GpuPoolAdmission
 from components.tenancy.team import PRIORITY_LABEL, TEAM_LABEL, Team, TeamArgs
 
@@ -25,6 +26,7 @@ def install(ctx: Context) -> None:
         ctx.handles[f"namespace/{name}"] = team.namespace  # where later layers bind roles in a team's namespace
     Priorities("priorities", TEAM_LABEL, PRIORITY_LABEL, opts=ctx.k8s_opts())
     GpuPoolAdmission("gpu-pools", config, TEAM_LABEL, opts=ctx.k8s_opts())
+    TeamNetworkGuard("team-network", config, TEAM_LABEL, opts=ctx.k8s_opts())
     ctx.handles[kind.name] = kind.install(ctx, teams)
     if config.scheduler.frameworks:
         Frameworks("frameworks", config, opts=ctx.k8s_opts())
