@@ -241,11 +241,13 @@ class Cluster:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({done.returncode}):\n{done.stderr}{done.stdout}")
         return done
 
-    def apply(self, objects: list[dict], **kw) -> subprocess.CompletedProcess:
-        """Server-side apply with strict field validation: an unknown or duplicate field is an error."""
+    def apply(self, objects: list[dict], namespace: str | None = None, **kw) -> subprocess.CompletedProcess:
+        """Server-side apply with strict field validation: an unknown or duplicate field is an error. `namespace`
+        is where namespaced objects without one go (as Helm installs a chart's objects in the release namespace)."""
         stream = yaml.safe_dump_all(objects, sort_keys=False)
+        where = ["--namespace", namespace] if namespace else []
         return self.kubectl("apply", "--server-side", "--field-manager", "gpu-platform-tests",
-                            "--validate=strict", "-f", "-", stdin=stream, **kw)
+                            "--validate=strict", *where, "-f", "-", stdin=stream, **kw)
 
     def get(self, *args: str) -> dict:
         return json.loads(self.kubectl("get", *args, "-o", "json").stdout)

@@ -14,6 +14,7 @@ from components.config import ConfigError, validate
 from components.scheduling.framework_catalog import BUILT_IN, FRAMEWORKS
 from components.scheduling.priorities import CEILING_POLICY, TEMPLATE_PRIORITY_PATHS, uses_forbidden
 from components.tenancy.isolation import PRIVATE_V4, network_policies, team_pod_security
+from components.tenancy.network_guard import POLICY as NETWORK_POLICY_GUARD
 from components.tenancy.pool_admission import POLICY as POOL_POLICY, team_pools
 from conftest import STACKS, upstream
 from gpu_platform.engine import plan_stack
@@ -332,10 +333,24 @@ def test_admission_policies_are_valid_kubernetes_1_33(kind):
     plan = planned("oci-prod", kind)
     for type_ in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
         found = by_name(plan, type_)
-        assert set(found) == {CEILING_POLICY, POOL_POLICY}
+        assert set(found) == {CEILING_POLICY, POOL_POLICY, NETWORK_POLICY_GUARD}
         for obj in found.values():
             kubernetes_validate.validate(whole(obj), DEFAULT_KUBERNETES_VERSION, strict=True)
 
+
+
+def test_team_network_policies_are_closed_to_every_team_group():
+    """`edit` may write NetworkPolicies: the guard refuses every write by a team group in a team namespace
+    (tests/test_cluster_tenancy.py shows the real server refusing it)."""
+    spec = by_name(planned("aws-prod", "kueue"), "ValidatingAdmissionPolicy")[NETWORK_POLICY_GUARD]["spec"]
+    assert spec["matchConstraints"] == {
+        "namespaceSelector": {"matchExpressions": [{"key": "gpu-platform.io/team", "operator": "Exists"}]},
+        "resourceRules": [{"apiGroups": ["networking.k8s.io"], "apiVersions": ["*"],
+                           "operations": ["CREATE", "UPDATE", "DELETE"], "resources": ["networkpolicies"],
+                           "scope": "Namespaced"}]}
+    assert spec["variables"][0]["expression"] == ('has(request.userInfo.groups) && request.userInfo.groups.exists('
+                                                  'g, g in ["applied-ml", "research-admins", "serving-oncall"])')
+    assert spec["validations"][0]["expression"] == "!variables.teamIdentity"
 
 # --- the Grafana admin Secret and least privilege ---------------------------------------------------------------
 

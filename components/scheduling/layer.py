@@ -1,12 +1,13 @@
 """Teams and scheduling layer: team namespaces, priority classes, Kueue or Volcano queues, and job frameworks."""
 from __future__ import annotations
 
+from components.config.model import FABRIC_SIDECAR
 from components.context import Context
 from components.scheduling.frameworks import Frameworks
 from components.scheduling.kinds import scheduler_kind
 from components.scheduling.priorities import Priorities
-from components.config.model import FABRIC_SIDECAR
 from components.tenancy.fabric_baseline import FabricBaseline
+from components.tenancy.network_guard import TeamNetworkGuard
 from components.tenancy.pool_admission import GpuPoolAdmission
 from components.tenancy.team import PRIORITY_LABEL, TEAM_LABEL, Team, TeamArgs
 
@@ -32,6 +33,7 @@ def install(ctx: Context) -> None:
         ctx.handles[f"namespace/{name}"] = team.namespace  # where later layers bind roles in a team's namespace
     Priorities("priorities", TEAM_LABEL, PRIORITY_LABEL, opts=ctx.k8s_opts())
     GpuPoolAdmission("gpu-pools", config, TEAM_LABEL, opts=ctx.k8s_opts())
+    TeamNetworkGuard("team-network", config, TEAM_LABEL, opts=ctx.k8s_opts())
     ctx.handles[kind.name] = kind.install(ctx, teams)
     if config.scheduler.frameworks:
         Frameworks("frameworks", config, opts=ctx.k8s_opts())

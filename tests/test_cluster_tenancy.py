@@ -1,0 +1,375 @@
+"""Tenancy as a hostile tenant meets it on a real API server (tests/realcluster.py).
+
+aws-prod's objects are applied to one cluster (its A100 pool switched to a mixed MIG layout, so the team quotas cap
+MIG slices as well as whole GPUs), with the CRDs of the job kinds Kueue integrates. Then, acting as a team's group
+where the RBAC allows it, every case sends one compliant object and copies of it with one thing changed, and the
+real admission chain answers: the GPU-pool ValidatingAdmissionPolicy, the priority-ceiling policy and quota, the GPU
+and MIG ResourceQuotas, Pod Security and RBAC. Creates are server-side dry runs (every admission step runs, nothing
+is stored) unless a case needs stored objects (quota usage, removing a scheduling gate, a Job's pods).
+
+No webhook server, scheduler or kubelet runs here: Kueue's webhooks are not registered (they would refuse every
+request with no server behind them), so jobs are not suspended and nothing is scheduled.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import time
+
+import pytest
+import yaml
+
+from cluster_manifests import apply_stack, manifests
+from components.clouds.labels import POOL_LABEL
+from components.scheduling.priorities import CEILING_POLICY, WORKLOAD_PRIORITY_LABEL
+from components.tenancy.network_guard import POLICY as TEAM_NETWORK_POLICY
+from components.tenancy.pool_admission import POLICY as POOL_POLICY
+from gpu_platform.engine import plan_stack
+from helm import CHARTS, Helm, extract_helm
+from test_scheduling_stacks import stack_config
+
+pytestmark = pytest.mark.cluster
+
+STACK = "aws-prod"
+TEAM, GROUP = "applied", "applied-ml"  # priority normal; pools h100-train and a100-infer (teams[].quotas)
+OTHER_TEAM = "research"
+OWN_POOL, OTHER_POOL = "h100-train", "l4-notebooks"
+# Charts whose CRDs give the job kinds the ceiling policy names (jobset and lws also ship inside the trainer chart).
+JOB_KIND_CHARTS = ("jobset-0.12.0", "lws-0.9.0", "kuberay-operator-1.6.2", "kubeflow-trainer-2.2.1")
+PLATFORM_NAMESPACES = ("kube-system", "kueue-system", "gpu-operator", "monitoring")
+
+
+def mixed_mig_overrides() -> dict:
+    """aws-prod with `a100-infer` cut into a mixed MIG layout: quotas then carry requests.nvidia.com/mig-* caps.
+    Its team quotas shrink to what 2 nodes of that layout offer."""
+    config = stack_config(STACK)
+    pools, teams = config["gpu-platform:gpuPools"], config["gpu-platform:teams"]
+    (a100,) = [p for p in pools if p["name"] == "a100-infer"]
+    a100["sharing"] = {"mode": "mig", "migProfile": "all-balanced"}
+    for team in teams:
+        if "a100-infer" in team["quotas"]:
+            team["quotas"]["a100-infer"] = 8
+    return {"gpu-platform:gpuPools": pools, "gpu-platform:teams": teams}
+
+
+class Tenant:
+    """kubectl as a member of the team's group (every authenticated user is also in system:authenticated)."""
+
+    def __init__(self, cluster, group: str):
+        self.cluster, self.group = cluster, group
+
+    def kubectl(self, *args: str, **kw):
+        return self.cluster.kubectl(*args, as_user=f"mallory@{self.group}",
+                                    as_groups=(self.group, "system:authenticated"), **{"check": False, **kw})
+
+    def can_i(self, verb: str, resource: str, namespace: str) -> bool:
+        return self.kubectl("auth", "can-i", verb, resource, "-n", namespace).stdout.strip() == "yes"
+
+
+@pytest.fixture(scope="module")
+def cluster(control_plane, tmp_path_factory):
+    home = tmp_path_factory.mktemp("helm")
+    helm = Helm(extract_helm(home), home)
+    stack = manifests(plan_stack(STACK, config_overrides=mixed_mig_overrides()), helm)
+    names = {crd["metadata"]["name"] for crd in stack.crds}
+    for chart in JOB_KIND_CHARTS:
+        for crd in helm.crds(CHARTS / f"{chart}.tgz"):
+            if crd["metadata"]["name"] not in names:
+                names.add(crd["metadata"]["name"])
+                stack.crds.append(crd)
+    cluster = control_plane.cluster("tenancy")
+    applied, refused = apply_stack(cluster, stack, webhooks=False)
+    assert not refused, "\n".join(refused)
+    # Quota admission refuses pods until the quota controller has recorded each quota's status once.
+    deadline = time.monotonic() + 60
+    while any(not q.get("status", {}).get("hard") for q in cluster.get("resourcequota", "-A")["items"]):
+        assert time.monotonic() < deadline, "ResourceQuota status never set by the controller-manager"
+        time.sleep(1)
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def tenant(cluster) -> Tenant:
+    return Tenant(cluster, GROUP)
+
+
+def refusal(done) -> str:
+    """The server's refusal message, or "" when it admitted the request."""
+    return "" if done.returncode == 0 else done.stderr.strip()
+
+
+def dry_run(who, obj: dict):
+    """Create `obj` as `who` (a Tenant or the admin Cluster) through every admission step, storing nothing."""
+    return who.kubectl("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(obj), check=False)
+
+
+# --- pods: GPU pools, priority ceiling, GPU and MIG quota, Pod Security ------------------------------------------
+
+CONTAINER = {"name": "main", "image": "registry.example/train:1"}
+
+
+def gpu_pod(namespace: str = TEAM, pool: str = OWN_POOL, resources: dict | None = None) -> dict:
+    """A pod the team may create: whole GPUs on its own pool at its own priority, Pod Security baseline."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": namespace},
+            "spec": {"nodeSelector": {POOL_LABEL: pool}, "priorityClassName": "gpu-normal",
+                     "containers": [{**CONTAINER, "resources": {"limits": resources or {"nvidia.com/gpu": "8"}}}]}}
+
+
+def changed(obj: dict, change) -> dict:
+    out = copy.deepcopy(obj)
+    change(out)
+    return out
+
+
+def spec_set(**fields):
+    return lambda pod: pod["spec"].update(fields)
+
+
+def container_set(**fields):
+    return lambda pod: pod["spec"]["containers"][0].update(fields)
+
+
+def limits(resources: dict):
+    return container_set(resources={"limits": resources})
+
+
+POD_CASES = {
+    # name: (change to the compliant pod, what refuses it; "" = admitted)
+    "compliant": (lambda pod: None, ""),
+    "mig-slices-on-own-pool": (lambda pod: (spec_set(nodeSelector={POOL_LABEL: "a100-infer"})(pod),
+                                            limits({"nvidia.com/mig-1g.10gb": "4"})(pod)), ""),
+    "gated-until-kueue-admits-it": (spec_set(nodeSelector=None, schedulingGates=[{"name": "kueue.x-k8s.io/admission"}]),
+                                    ""),
+    "cpu-pod-anywhere": (lambda pod: (spec_set(nodeSelector=None)(pod), limits({"cpu": "1"})(pod)), ""),
+    "another-teams-pool": (spec_set(nodeSelector={POOL_LABEL: OTHER_POOL}), POOL_POLICY),
+    "no-pool": (spec_set(nodeSelector=None), POOL_POLICY),
+    "gpu-in-an-init-container-off-pool": (lambda pod: (
+        spec_set(nodeSelector={POOL_LABEL: OTHER_POOL}, initContainers=[
+            {**CONTAINER, "name": "warmup", "resources": {"limits": {"nvidia.com/gpu": "1"}}}])(pod),
+        limits({"cpu": "1"})(pod)), POOL_POLICY),
+    "efa-nics-without-gpus-on-another-teams-pool": (lambda pod: (
+        spec_set(nodeSelector={POOL_LABEL: OTHER_POOL})(pod), limits({"vpc.amazonaws.com/efa": "1"})(pod)),
+        POOL_POLICY),
+    # The ceiling policy answers before the priority-ceiling quota (ResourceQuota is the last admission step).
+    "priority-above-the-team": (spec_set(priorityClassName="gpu-high"), CEILING_POLICY),
+    "system-priority": (spec_set(priorityClassName="system-node-critical"), CEILING_POLICY),
+    "more-gpus-than-the-quota": (limits({"nvidia.com/gpu": "17"}), "exceeded quota: gpu-quota"),
+    "more-mig-slices-than-the-quota": (lambda pod: (spec_set(nodeSelector={POOL_LABEL: "a100-infer"})(pod),
+                                                    limits({"nvidia.com/mig-1g.10gb": "33"})(pod)),
+                                       "exceeded quota: gpu-quota"),
+    "privileged": (container_set(securityContext={"privileged": True}), "violates PodSecurity"),
+    "host-network": (spec_set(hostNetwork=True), "violates PodSecurity"),
+    "host-path": (lambda pod: (spec_set(volumes=[{"name": "host", "hostPath": {"path": "/"}}])(pod),
+                               container_set(volumeMounts=[{"name": "host", "mountPath": "/host"}])(pod)),
+                  "violates PodSecurity"),
+}
+
+
+@pytest.mark.parametrize("case", POD_CASES)
+def test_a_team_pod_is_admitted_only_within_its_pools_priority_quota_and_pod_security(case, tenant):
+    change, refused_by = POD_CASES[case]
+    pod = changed(gpu_pod(), change)
+    pod["spec"] = {k: v for k, v in pod["spec"].items() if v is not None}
+    message = refusal(dry_run(tenant, pod))
+    if refused_by:
+        assert refused_by in message, f"{case}: expected a refusal by {refused_by}, got: {message or 'admitted'}"
+    else:
+        assert not message, f"{case}: refused: {message}"
+
+
+def test_quota_counts_stored_pods_so_the_team_cannot_creep_past_it(cluster, tenant):
+    """Dry runs test one pod against the cap; this fills the MIG quota with stored pods and asks for one more."""
+    ns, pool = TEAM, "a100-infer"
+    hard = cluster.get("resourcequota", "gpu-quota", "-n", ns)["spec"]["hard"]["requests.nvidia.com/mig-3g.40gb"]
+    first = gpu_pod(ns, pool, {"nvidia.com/mig-3g.40gb": hard})
+    second = changed(first, lambda p: (p["metadata"].update(name="one-more"),
+                                       limits({"nvidia.com/mig-3g.40gb": "1"})(p)))
+    try:
+        assert not refusal(tenant.kubectl("create", "-f", "-", stdin=yaml.safe_dump(first)))
+        assert "exceeded quota: gpu-quota" in refusal(tenant.kubectl("create", "-f", "-", stdin=yaml.safe_dump(second)))
+    finally:
+        cluster.kubectl("delete", "pod", "trainer", "one-more", "-n", ns, "--ignore-not-found", "--wait=false")
+
+
+def test_removing_the_scheduling_gate_of_an_unpinned_gpu_pod_is_refused(cluster, tenant):
+    """A gated pod is admitted so Kueue can place it; whoever lifts the gate must have set the team's pool first."""
+    pod = changed(gpu_pod(), spec_set(schedulingGates=[{"name": "kueue.x-k8s.io/admission"}]))
+    del pod["spec"]["nodeSelector"]
+    pod["metadata"]["name"] = "gated"
+    try:
+        assert not refusal(tenant.kubectl("create", "-f", "-", stdin=yaml.safe_dump(pod)))
+        ungate = tenant.kubectl("patch", "pod", "gated", "-n", TEAM, "--type=json",
+                                "-p", json.dumps([{"op": "remove", "path": "/spec/schedulingGates"}]))
+        assert POOL_POLICY in refusal(ungate)
+    finally:
+        cluster.kubectl("delete", "pod", "gated", "-n", TEAM, "--ignore-not-found", "--wait=false")
+
+
+def test_a_job_off_its_pools_is_stored_but_its_pods_are_refused(cluster, tenant):
+    """The pool policy matches pods, wherever they come from: the Job controller's pods are refused too."""
+    job = job_of({"restartPolicy": "Never", "containers": [
+        {**CONTAINER, "resources": {"limits": {"nvidia.com/gpu": "1"}}}]})
+    job["metadata"]["name"] = "off-pool"
+    try:
+        assert not refusal(tenant.kubectl("create", "-f", "-", stdin=yaml.safe_dump(job)))
+        deadline, events = time.monotonic() + 60, ""
+        while POOL_POLICY not in events:
+            assert time.monotonic() < deadline, f"no refused pod creation for the Job; events:\n{events}"
+            time.sleep(2)
+            events = cluster.kubectl("get", "events", "-n", TEAM, "--field-selector",
+                                     "involvedObject.name=off-pool,reason=FailedCreate", "-o", "json").stdout
+        assert not cluster.get("pods", "-n", TEAM, "-l", "job-name=off-pool")["items"]
+    finally:
+        cluster.kubectl("delete", "job", "off-pool", "-n", TEAM, "--ignore-not-found", "--wait=false")
+
+
+# --- workload kinds: the priority ceiling on pod templates and Kueue priority labels -----------------------------
+
+def template(priority: str = "gpu-normal") -> dict:
+    return {"spec": {"priorityClassName": priority, "restartPolicy": "Never", "containers": [CONTAINER]}}
+
+
+def job_of(pod_spec: dict) -> dict:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": TEAM},
+            "spec": {"template": {"spec": pod_spec}}}
+
+
+def workloads() -> dict[str, dict]:
+    """A compliant object of each kind, every pod template at the team's own priority."""
+    pod = template()["spec"]
+    return {
+        "Job": job_of(pod),
+        "JobSet": {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                   "metadata": {"name": "train", "namespace": TEAM},
+                   "spec": {"replicatedJobs": [{"name": "workers", "replicas": 1,
+                                                "template": {"spec": {"template": {"spec": pod}}}}]}},
+        "LeaderWorkerSet": {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                            "metadata": {"name": "serve", "namespace": TEAM},
+                            "spec": {"leaderWorkerTemplate": {"size": 2, "leaderTemplate": {"spec": pod},
+                                                              "workerTemplate": {"spec": pod}}}},
+        "RayCluster": {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "ray", "namespace": TEAM},
+                       "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": pod}},
+                                "workerGroupSpecs": [{"groupName": "gpu", "replicas": 1, "minReplicas": 0,
+                                                      "maxReplicas": 1, "rayStartParams": {},
+                                                      "template": {"spec": pod}}]}},
+        "TrainJob": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                     "metadata": {"name": "train", "namespace": TEAM},
+                     "spec": {"runtimeRef": {"name": "torch-distributed"}}},
+    }
+
+
+def at(path: str, value):
+    """A change setting one field: `path` is dotted, list items by index."""
+    def change(obj):
+        keys = [int(k) if k.isdigit() else k for k in path.split(".")]
+        node = obj
+        for key in keys[:-1]:
+            node = node[key]
+        node[keys[-1]] = value
+    return change
+
+
+ABOVE = "gpu-high"  # the team is `normal`
+WORKLOAD_CASES = {
+    **{f"{kind}-compliant": (kind, lambda obj: None) for kind in
+       ("Job", "JobSet", "LeaderWorkerSet", "RayCluster", "TrainJob")},
+    **{f"{kind}-kueue-priority-label-above-the-team": (kind, at("metadata.labels", {WORKLOAD_PRIORITY_LABEL: ABOVE}))
+       for kind in ("Job", "JobSet", "LeaderWorkerSet", "RayCluster", "TrainJob")},
+    "Job-template": ("Job", at("spec.template.spec.priorityClassName", ABOVE)),
+    "JobSet-template": ("JobSet", at("spec.replicatedJobs.0.template.spec.template.spec.priorityClassName", ABOVE)),
+    "LeaderWorkerSet-leader": ("LeaderWorkerSet", at("spec.leaderWorkerTemplate.leaderTemplate.spec.priorityClassName",
+                                                     ABOVE)),
+    "LeaderWorkerSet-worker": ("LeaderWorkerSet", at("spec.leaderWorkerTemplate.workerTemplate.spec.priorityClassName",
+                                                     ABOVE)),
+    "RayCluster-head": ("RayCluster", at("spec.headGroupSpec.template.spec.priorityClassName", ABOVE)),
+    "RayCluster-worker": ("RayCluster", at("spec.workerGroupSpecs.0.template.spec.priorityClassName", ABOVE)),
+}
+
+
+@pytest.mark.parametrize("case", WORKLOAD_CASES)
+def test_workloads_are_held_to_the_team_priority_ceiling(case, tenant):
+    kind, change = WORKLOAD_CASES[case]
+    obj = changed(workloads()[kind], change)
+    # The team creates every kind itself: `edit` covers Jobs, the planned kueue-batch-user binding the others.
+    message = refusal(dry_run(tenant, obj))
+    if case.endswith("-compliant"):
+        assert not message, f"{case}: refused: {message}"
+    else:
+        assert CEILING_POLICY in message, f"{case}: expected the ceiling policy to refuse, got: {message or 'admitted'}"
+
+
+# --- RBAC: a team reaches only its own namespace, and cannot widen its own rights --------------------------------
+
+OWN_RIGHTS = [("create", "pods"), ("create", "jobs.batch"), ("get", "secrets"), ("delete", "pods")]
+# TrainingRuntimes are namespaced and carry pod templates the ceiling policy does not read: teams must not write them.
+DENIED_IN_OWN = [("create", "rolebindings"), ("update", "resourcequotas"), ("delete", "resourcequotas"),
+                 ("delete", "limitranges"), ("patch", "namespaces"), ("create", "trainingruntimes.trainer.kubeflow.org")]
+DENIED_ELSEWHERE = [("get", "pods"), ("list", "secrets"), ("create", "pods"), ("create", "rolebindings"),
+                    ("delete", "networkpolicies")]
+DENIED_CLUSTER = [("create", "validatingadmissionpolicies"), ("delete", "validatingadmissionpolicybindings"),
+                  ("create", "priorityclasses"), ("create", "clusterrolebindings"), ("update", "namespaces")]
+
+
+@pytest.mark.parametrize("verb, resource", OWN_RIGHTS)
+def test_a_team_works_in_its_own_namespace(verb, resource, tenant):
+    assert tenant.can_i(verb, resource, TEAM)
+
+
+@pytest.mark.parametrize("verb, resource", DENIED_IN_OWN)
+def test_a_team_cannot_loosen_its_own_namespace(verb, resource, tenant):
+    assert not tenant.can_i(verb, resource, TEAM)
+
+
+@pytest.mark.parametrize("namespace", [OTHER_TEAM, *PLATFORM_NAMESPACES])
+@pytest.mark.parametrize("verb, resource", DENIED_ELSEWHERE)
+def test_a_team_cannot_reach_another_namespace(verb, resource, namespace, tenant):
+    assert not tenant.can_i(verb, resource, namespace)
+
+
+@pytest.mark.parametrize("verb, resource", DENIED_CLUSTER)
+def test_a_team_cannot_change_cluster_wide_guards(verb, resource, tenant):
+    assert not tenant.can_i(verb, resource, TEAM)
+
+
+@pytest.mark.parametrize("namespace", [OTHER_TEAM, "monitoring"])
+def test_real_attempts_on_another_namespace_are_forbidden(namespace, tenant):
+    """Not only what can-i answers: the requests themselves, reading secrets (the Grafana admin's lives in
+    monitoring) and creating a pod and a binding there."""
+    assert "Forbidden" in refusal(tenant.kubectl("get", "secrets", "-n", namespace))
+    assert "Forbidden" in refusal(dry_run(tenant, gpu_pod(namespace)))
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "let-me-in", "namespace": namespace},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": GROUP}]}
+    assert "Forbidden" in refusal(dry_run(tenant, binding))
+
+
+def test_a_team_cannot_bind_itself_more_than_it_has(tenant):
+    """RBAC's escalation check: even a binding in the team's own namespace to cluster-admin is refused."""
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "root", "namespace": TEAM},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": GROUP}]}
+    assert "Forbidden" in refusal(dry_run(tenant, binding))
+
+
+# --- NetworkPolicies: `edit` may write them, the team-network guard refuses the team ------------------------------
+
+METADATA_EGRESS = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                   "metadata": {"name": "allow-metadata", "namespace": TEAM},
+                   "spec": {"podSelector": {}, "policyTypes": ["Egress"],
+                            "egress": [{"to": [{"ipBlock": {"cidr": "169.254.169.254/32"}}]}]}}
+
+
+def test_a_team_cannot_rewrite_its_own_network_policies(tenant):
+    """RBAC lets `edit` write NetworkPolicies; the team-network guard refuses the team opening egress to the cloud
+    metadata address or dropping its default-deny."""
+    assert tenant.can_i("create", "networkpolicies", TEAM)  # what the guard is for
+    assert TEAM_NETWORK_POLICY in refusal(dry_run(tenant, METADATA_EGRESS))
+    assert TEAM_NETWORK_POLICY in refusal(tenant.kubectl("delete", "networkpolicy", "default-deny", "-n", TEAM,
+                                                         "--dry-run=server"))
+
+
+def test_the_platform_still_manages_team_network_policies(cluster):
+    assert not refusal(dry_run(cluster, METADATA_EGRESS))
