@@ -60,7 +60,8 @@ def _lit(value: Any) -> str:
 
 
 def _sidecar_table(sidecars: list[GpuDirect]) -> list[dict[str, Any]]:
-    return [{"image": s.rxdm_image, "command": list(s.rxdm_command), "caps": list(s.rxdm_capabilities),
+    # The API server's CEL checks a map literal's values share one type, so the image is a one-element list too.
+    return [{"image": [s.rxdm_image], "command": list(s.rxdm_command), "caps": list(s.rxdm_capabilities),
              "hostPaths": sorted({host for _, host, _ in s.rxdm_volumes if host})} for s in sidecars]
 
 
@@ -97,7 +98,7 @@ def baseline_rules(sidecars: list[GpuDirect]) -> dict[str, Any]:
     def sidecar_may(field: str, value: str) -> str:
         """`value` in the `field` list of a sidecar `c` is exactly (image and command; no args to change what the
         command runs)."""
-        return (f"variables.sidecars.exists(s, c.image == s.image && has(c.command) && c.command == s.command "
+        return (f"variables.sidecars.exists(s, c.image in s.image && has(c.command) && c.command == s.command "
                 f"&& !has(c.args) && {value} in s.{field})")
 
     host_mount = "variables.hostVolumes.filter(v, v.name == m.name)"
