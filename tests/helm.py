@@ -11,6 +11,7 @@ import importlib.metadata
 import io
 import json
 import os
+import re
 import stat
 import subprocess
 import tarfile
@@ -102,9 +103,28 @@ class Helm:
         return parse(self.template_text(package, name, namespace, values))
 
     def crds(self, package: Path) -> list[dict]:
-        """The CRDs a chart package installs from its and its subcharts' crds/ folders."""
-        return parse(subprocess.run([str(self.binary), "show", "crds", str(package)], env=self.env, check=True,
-                                    capture_output=True, text=True).stdout)
+        """The CRDs a chart package installs from its and its subcharts' crds/ folders, each file parsed on its own
+        as `helm install` does: `helm show crds` joins the files, and a file without a final newline before one
+        without a leading `---` merges two CRDs into one document (kubeflow-trainer 2.2.1 lost TrainJob so)."""
+        return chart_crds(package.read_bytes())
+
+
+CRD_FILE = re.compile(r"[^/]+/(?:charts/[^/]+/)*crds/[^/]+\.(?:ya?ml|json)")
+SUBCHART_PACKAGE = re.compile(r"[^/]+/(?:charts/[^/]+/)*charts/[^/]+\.tgz")
+
+
+def chart_crds(package: bytes) -> list[dict]:
+    """Helm's Chart.CRDObjects: crds/*.yaml|yml|json of the chart and of every subchart, unpacked or packaged."""
+    found = []
+    with tarfile.open(fileobj=io.BytesIO(package), mode="r:gz") as tar:
+        for member in sorted(tar.getmembers(), key=lambda m: m.name):
+            if not member.isfile():
+                continue
+            if CRD_FILE.fullmatch(member.name):
+                found += parse(tar.extractfile(member).read().decode())
+            elif SUBCHART_PACKAGE.fullmatch(member.name):
+                found += chart_crds(tar.extractfile(member).read())
+    return found
 
 
 def parse(text: str) -> list[dict]:

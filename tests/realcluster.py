@@ -233,7 +233,9 @@ class Cluster:
     def kubectl(self, *args: str, stdin: str | None = None, as_user: str | None = None,
                 as_groups: tuple[str, ...] = (), check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
         """kubectl as the admin, or impersonating a user and groups (how the tests act as a tenant)."""
-        argv = [str(self.bin_dir / "kubectl"), "--kubeconfig", str(self.kubeconfig)]
+        # Its own discovery cache: a later cluster on a reused port must not read this one's API list.
+        argv = [str(self.bin_dir / "kubectl"), "--kubeconfig", str(self.kubeconfig),
+                "--cache-dir", str(self.folder / "kubectl-cache")]
         if as_user:
             argv += ["--as", as_user, *(f"--as-group={g}" for g in as_groups)]
         done = subprocess.run([*argv, *args], input=stdin, capture_output=True, text=True, timeout=timeout)

@@ -138,6 +138,16 @@ def schemas_of(crds: list[dict]) -> dict[tuple[str, str], dict]:
     return schemas
 
 
+def test_every_crd_file_of_a_chart_is_its_own_crd(helm):
+    """`helm show crds` glued kubeflow-trainer's TrainJob to the LeaderWorkerSet of its subchart (one file ends
+    without a newline, the next starts without `---`): the CRDs are read per file, as `helm install` reads them."""
+    package = chart_package("kubeflow-trainer", PINS["kubeflow-trainer"].version)
+    names = {crd["metadata"]["name"] for crd in helm.crds(package)}
+    assert {"trainjobs.trainer.kubeflow.org", "trainingruntimes.trainer.kubeflow.org",
+            "clustertrainingruntimes.trainer.kubeflow.org", "jobsets.jobset.x-k8s.io",
+            "leaderworkersets.leaderworkerset.x-k8s.io"} == names
+
+
 @pytest.fixture(scope="module")
 def chart_crds(helm, rendered) -> dict[str, dict[tuple[str, str], dict]]:
     """chart -> the CRD schemas its release installs (crds/ folders, its subcharts', and rendered templates)."""
