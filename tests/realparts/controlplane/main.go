@@ -14,6 +14,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	kubectl "k8s.io/kubectl/pkg/cmd"
+	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 )
@@ -35,7 +36,10 @@ func main() {
 	case "kube-controller-manager":
 		os.Exit(cli.Run(controllermanager.NewControllerManagerCommand()))
 	case "kubectl":
-		os.Exit(cli.RunNoErrOutput(kubectl.NewDefaultKubectlCommand()))
+		// As cmd/kubectl does: RunNoErrOutput returns the error for kubectl to print in its own format and exit 1.
+		if err := cli.RunNoErrOutput(kubectl.NewDefaultKubectlCommand()); err != nil {
+			kubectlutil.CheckErr(err)
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "controlplane: unknown part %q\n", name)
 		os.Exit(2)
