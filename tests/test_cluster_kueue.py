@@ -24,7 +24,7 @@ from realkueue import (RealKueue, admitted_units, condition, create_nodes, is_tr
 
 pytestmark = pytest.mark.cluster
 
-STACK = "aws-prod"  # cohort borrowing, fair sharing, MIG and time-sliced pools, waitForPodsReady
+STACK = "aws-prod"  # three queues in one cohort, borrowing limits, fair sharing, waitForPodsReady
 SETTLE = 90.0  # seconds for Kueue to act on a change on a busy 2-core machine
 
 
@@ -344,7 +344,7 @@ REPLAY_JOBS = 36
 TIME_SCALE = 100.0  # trace seconds per wall-clock second
 SPACING_S = 2.0  # Kueue orders by creationTimestamp, in whole seconds: keep creations in different seconds
 DURATION_S = (8.0, 90.0)  # wall-clock bounds: longer than Kueue's reaction, short enough for a test
-TOLERANCE_S = 3.0  # one poll, one kubectl and Kueue's own reaction, on a busy 2-core machine
+TOLERANCE_S = 3.0  # a poll, a request and Kueue's own reaction, on a busy 2-core machine
 
 
 def replay_trace(plan: dict) -> list[TraceJob]:
@@ -380,6 +380,7 @@ def test_trace_replay_agrees_with_the_simulator(kueue, plan):
     real = replay(kueue, plan, trace, {q: namespace_of(plan, q) for q in queues(plan)},
                   timeout=sum(j.duration_s for j in trace) + 120)
 
+    submit = {j.job_id: j.submit_s for j in trace}
     sim_first = {name: j.first_start for name, j in sim.items()}
     real_first = {name: r.admissions[0] for name, r in real.items()}
     errors = sorted(abs(real_first[n] - sim_first[n]) for n in sim)
@@ -390,11 +391,14 @@ def test_trace_replay_agrees_with_the_simulator(kueue, plan):
     figures = {
         "jobs": len(trace), "pair order agreement": round(order, 3), f"first admission within {TOLERANCE_S} s":
         round(within, 3), "median |delta| s": round(errors[len(errors) // 2], 2), "max |delta| s": round(errors[-1], 2),
+        "largest creation lag s": round(max(r.submitted - submit[n] for n, r in real.items()), 2),
         "evictions real": sum(real_evictions.values()), "evictions simulated": sum(sim_evictions.values()),
-        "per job": {n: {"submit": next(j.submit_s for j in trace if j.job_id == n), "sim": round(sim_first[n], 2),
+        "per job": {n: {"submit": submit[n], "sim": round(sim_first[n], 2),
                         "real": round(real_first[n], 2), "sim evictions": sim_evictions[n],
                         "real evictions": real_evictions[n]} for n in sorted(sim)},
     }
     (kueue.folder / "replay.json").write_text(json.dumps(figures, indent=1))
     print(json.dumps(figures, indent=1))
-    assert order >= 0.9 and within >= 0.8, figures
+    # Measured: every pair in the same order, every first admission within 1 s (docs/simulator.md); the margin
+    # is for a busier machine, not for a different policy.
+    assert order >= 0.95 and within >= 0.9, figures
