@@ -209,8 +209,8 @@ def assert_queues_active(kueue: RealKueue, plan: dict) -> None:
         cq = kueue.cluster.get("clusterqueue", name)
         assert is_true(cq, "Active"), (name, cq.get("status"))
     for ns in team_namespaces(plan):
-        lq = kueue.cluster.get("localqueue", "default", "-n", ns)
-        assert is_true(lq, "Active"), (ns, lq.get("status"))
+        # A LocalQueue's status is written after its ClusterQueue's: wait for it rather than race it.
+        kueue.cluster.kubectl("wait", "--for=condition=Active", "--timeout=60s", "localqueue/default", "-n", ns)
     # The manager runs what the chart renders from our values, overrides aside.
     for key in ("waitForPodsReady", "fairSharing", "resources", "integrations", "manageJobsWithoutQueueName",
                 "managedJobsNamespaceSelector"):
@@ -245,10 +245,14 @@ def test_admits_within_quota_borrows_then_holds(kueue, plan):
     # Up to the ceiling by borrowing the idle lenders' quota.
     kueue.cluster.apply([shaped(plan, ns, "borrowing", most - nominal, flavor)])
     wait_admitted(kueue, ns, "borrowing")
-    cq = kueue.cluster.get("clusterqueue", borrower)
-    usage = {(f["name"], r["name"]): r for f in cq["status"]["flavorsUsage"] for r in f["resources"]}
-    assert int(usage[(flavor, "nvidia.com/gpu")]["total"]) == most
-    assert int(usage[(flavor, "nvidia.com/gpu")]["borrowed"]) == most - nominal
+
+    def usage() -> dict | None:
+        """The ClusterQueue's usage of the flavor once its status counts both jobs (it is written after them)."""
+        cq = kueue.cluster.get("clusterqueue", borrower)
+        found = {(f["name"], r["name"]): r for f in cq["status"].get("flavorsUsage", []) for r in f["resources"]}
+        gpu = found.get((flavor, "nvidia.com/gpu"))
+        return gpu if gpu and int(gpu["total"]) == most else None
+    assert int(wait(usage, f"{borrower}'s usage of {flavor} to reach {most}", kueue)["borrowed"]) == most - nominal
 
     # One more GPU is above what the queue may hold: held, its Job still suspended.
     kueue.cluster.apply([shaped(plan, ns, "above", 1, flavor)])
