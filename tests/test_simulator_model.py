@@ -62,9 +62,14 @@ def cq(quotas: dict, cohort: str | None = "all", within: str = "Never", reclaim:
 
 def kueue_plan(pools: dict[str, tuple[int, dict[str, int], int]], queues: dict[str, dict],
                pods_ready: dict | None = None, fair: bool = False, priorities: dict[str, int] | None = None,
-               team_priority: dict[str, str] | None = None) -> dict:
+               team_priority: dict[str, str] | None = None, default_priority: int | None = None) -> dict:
     """A plan in the stable JSON shape with the objects the scheduling layer creates."""
     resources = [gpu_pool(name, *spec) for name, spec in pools.items()]
+    if default_priority is not None:
+        resources.append(resource("kubernetes:scheduling.k8s.io/v1:PriorityClass", "gpu-default",
+                                  {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                   "metadata": {"name": "gpu-default"}, "value": default_priority,
+                                   "globalDefault": True}))
     for name in pools:
         resources.append(kueue_object("ResourceFlavor", name, spec={"nodeLabels": {"gpu-platform.io/pool": name}}))
     for name, value in (priorities or {}).items():
@@ -108,7 +113,7 @@ def test_model_reads_queues_flavors_pools_and_gang_settings():
                       pods_ready={"timeout": "10m", "blockAdmission": True,
                                   "requeuingStrategy": {"backoffBaseSeconds": 30, "backoffLimitCount": 3}},
                       fair=True, priorities={"gpu-high": 100000, "gpu-normal": 10000},
-                      team_priority={"research": "high"})
+                      team_priority={"research": "high"}, default_priority=5)
     model = load_model(plan)
     assert model.scheduler == "kueue" and model.fair_sharing
     assert model.pools["h100"].nodes == 4 and model.pools["h100"].per_node == {"nvidia.com/gpu": 8}
@@ -121,7 +126,9 @@ def test_model_reads_queues_flavors_pools_and_gang_settings():
     assert (research.within_cluster_queue, research.reclaim_within_cohort) == ("LowerPriority", "Any")
     assert model.gang.enabled and model.gang.timeout_s == 600 and model.gang.block_admission
     assert (model.gang.backoff_base_s, model.gang.backoff_limit) == (30, 3)
-    assert model.teams["research"].priority == 100000 and model.teams["serving"].priority == 0
+    # A job without a priority class runs at the global default PriorityClass, as real Kueue gives it
+    # (tests/test_cluster_kueue.py): the namespace's priority label is the team's ceiling, not its default.
+    assert model.teams["research"].priority == model.teams["serving"].priority == 5
     assert model.teams["research"].namespaces == ("research",)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -307,14 +307,14 @@ def _flavors(rfs: list[dict[str, Any]], pools: dict[str, Pool], warnings: list[s
     return flavors
 
 
-def _team_priority(namespaces: dict[str, dict[str, str]], names: Iterable[str], priorities: dict[str, int]) -> int:
-    for ns in names:
-        for key, value in (namespaces.get(ns) or {}).items():
-            if key.endswith("/priority"):
-                for candidate in (value, f"gpu-{value}"):
-                    if candidate in priorities:
-                        return priorities[candidate]
-    return 0
+def _default_priority(by_type: dict[str, list[dict[str, Any]]]) -> int:
+    """The priority of a job that names no priority class: the planned global default PriorityClass's value (the
+    lowest, if several), else 0. Kueue takes it from there (pkg/util/priority getDefaultPriority) and so does the
+    API server's Priority admission for pods; a namespace's `gpu-platform.io/priority` label is the team's
+    ceiling (docs/scheduling.md), not a default, and nothing in the platform turns it into one."""
+    defaults = [quantity(_inputs(r).get("value", 0), f"priority {_meta(r).get('name')!r}")
+                for r in by_type.get(PRIORITY_CLASS, []) if _inputs(r).get("globalDefault")]
+    return min(defaults, default=0)
 
 
 def _kueue_model(by_type, pools, namespaces, priorities, releases, warnings) -> Model:
@@ -355,7 +355,7 @@ def _kueue_model(by_type, pools, namespaces, priorities, releases, warnings) -> 
         if ns and cq:
             local.setdefault(cq, []).append(ns)
     teams = {name: Team(name=name, queue=name, namespaces=tuple(local.get(name, ())),
-                        priority=_team_priority(namespaces, local.get(name, (name,)), priorities))
+                        priority=_default_priority(by_type))
              for name in queues}
     conf = _kueue_config(releases)
     gang = Gang()
@@ -441,7 +441,7 @@ def _volcano_model(by_type, pools, namespaces, priorities, releases, warnings) -
         owned = tuple(ns for ns, labels in namespaces.items()
                       if any(k.endswith("/team") and v == name for k, v in labels.items()))
         teams[name] = Team(name=name, queue=name, namespaces=owned or (name,),
-                           priority=_team_priority(namespaces, owned or (name,), priorities))
+                           priority=_default_priority(by_type))
     release = _release(releases, "volcano")
     conf = _embedded_yaml((release or {}).get("values") or {}, lambda d: "actions" in d) if release else {}
     if not conf:

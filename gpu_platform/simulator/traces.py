@@ -7,7 +7,7 @@ CSV (one job per line, `#` comments and blank lines ignored, optional header nam
 `gpus` counts units of the resource the job asks for: whole GPUs, or MIG slices / shared replicas on pools that
 advertise those. `pool` (optional) is a pool or flavor name, optionally with a resource (`a100-infer/mig-1g.10gb`
 or just `nvidia.com/mig-1g.10gb`). `priority` (optional) is an integer, a priority class name (`gpu-high`) or a
-level (`high`); empty means the team's own priority.
+level (`high`); empty means no priority class (the planned global default PriorityClass, as in Kueue).
 """
 from __future__ import annotations
 
