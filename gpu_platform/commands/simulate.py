@@ -32,7 +32,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--placement", choices=("spread", "binpack"),
                         help="node choice for pods (default: the scheduler's: kube-scheduler spreads, Volcano with "
                              "the binpack plugin packs)")
-    parser.add_argument("--cycle", type=float, help="scheduling cycle in seconds (default: calibrated, 0.25)")
+    parser.add_argument("--cycle", type=float, help="scheduling cycle in seconds (default: the calibrated one, 0.4)")
     parser.add_argument("--horizon", type=float, help="stop the simulation at this many seconds")
     parser.add_argument("--seed", type=int, default=0, help="seed for drawn durations and synthetic traces")
     parser.add_argument("--format", choices=("table", "json", "html"), default="table")
@@ -45,7 +45,7 @@ def add_parser(subparsers) -> None:
 
 
 MAX_NODES = 10_000  # per pool: ten times any cloud's node pool limit, and the simulator keeps state per node
-CYCLE_RANGE_S = (0.01, 3600.0)  # below 10 ms a long trace takes billions of cycles; the calibrated one is 0.25
+CYCLE_RANGE_S = (0.01, 3600.0)  # below 10 ms a long trace takes billions of cycles; the calibrated one is 0.4
 
 
 def _nodes(values: list[str], option: str = "--nodes") -> dict[str, int]:
