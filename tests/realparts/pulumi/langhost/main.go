@@ -174,7 +174,7 @@ func (h *host) RunPlugin(req *pulumirpc.RunPluginRequest, stream pulumirpc.Langu
 	}
 	cmd := exec.CommandContext(stream.Context(), exe, append([]string{"-u", program}, req.GetArgs()...)...)
 	cmd.Dir = req.GetPwd()
-	cmd.Env = append(append(append([]string{}, req.GetEnv()...), os.Environ()...), venvEnv...)
+	cmd.Env = append(append(os.Environ(), req.GetEnv()...), venvEnv...) // later entries win
 	mu := &sync.Mutex{}
 	cmd.Stdout = streamWriter{mu, stream.Send, false}
 	cmd.Stderr = streamWriter{mu, stream.Send, true}
