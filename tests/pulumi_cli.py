@@ -66,9 +66,10 @@ class Project:
         out = []
         for line in log.read_text().splitlines():
             entry = json.loads(line)
-            if entry.get("method") != "/pulumirpc.ResourceMonitor/RegisterResource":
+            # Each call is logged twice: when it arrives (request only) and when answered (request and response).
+            if entry.get("method") != "/pulumirpc.ResourceMonitor/RegisterResource" or "response" not in entry:
                 continue
-            req, resp = entry["request"], entry.get("response") or {}
+            req, resp = entry["request"], entry["response"]
             if req["type"] == "pulumi:pulumi:Stack":
                 continue
             out.append({"urn": resp.get("urn"), "type": req["type"], "name": req["name"],

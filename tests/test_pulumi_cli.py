@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from conftest import UPSTREAM
+from gpu_platform.engine.wire import UNKNOWN
 from pulumi_cli import HELM_RELEASE, Project, local_charts, make_project
 
 pytestmark = pytest.mark.pulumi_cli
@@ -42,8 +43,10 @@ def cluster(control_plane):
     if not (UPSTREAM / "charts").is_dir():
         pytest.skip(f"../shared/upstream not present ({UPSTREAM}): the Helm releases install from its chart packages")
     c = control_plane.cluster("pulumi-cli")
+    # The stack's external Prometheus (prometheus.install: false): its CRDs and its namespace are the cluster's.
     for crd in sorted((UPSTREAM / "prometheus-operator" / "crds").glob("*.yaml")):
         c.kubectl("apply", "--server-side", "-f", str(crd))
+    c.kubectl("create", "namespace", "monitoring")
     return c
 
 
@@ -62,12 +65,41 @@ def _comparable(resource: dict) -> dict:
             "dependsOn": sorted(opts.get("dependsOn", [])), "inputs": resource["inputs"]}
 
 
+# Known, documented (docs/engine.md): the mocks echo a component's inputs back as its outputs, the real engine answers
+# with none, so a value read from a component property (here Prometheus.namespace) is known offline and unknown in a
+# real preview. (resource name, path) -> the offline value.
+COMPONENT_ECHO = {
+    ("gpu-monitoring-dashboard", "inputs.metadata.namespace"): "monitoring",
+    ("gpu-monitoring-alerts", "inputs.metadata.namespace"): "monitoring",
+    ("gpu-monitoring-recording-rules", "inputs.metadata.namespace"): "monitoring",
+    ("gpu-monitoring-kueue-monitor", "inputs.metadata.namespace"): "monitoring",
+    ("gpu-monitoring", "inputs.namespace"): "monitoring",
+}
+
+
+def _differences(a, b, path=""):
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            sub = f"{path}.{k}" if path else k
+            if k not in a or k not in b:
+                yield sub, a.get(k), b.get(k)
+            else:
+                yield from _differences(a[k], b[k], sub)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            yield from _differences(x, y, f"{path}[{i}]")
+    elif a != b:
+        yield path, a, b
+
+
 def test_offline_plan_registers_what_the_real_engine_registers(project):
     real = {r["urn"]: _comparable(r) for r in project.registrations()}
     offline = {r["urn"]: _comparable(local_charts(r)) for r in project.offline_plan()["resources"]}
     assert sorted(real) == sorted(offline)
-    differences = {urn: (offline[urn], real[urn]) for urn in real if real[urn] != offline[urn]}
-    assert not differences, json.dumps(differences, indent=1, sort_keys=True)[:20000]
+    found = {(urn.split("::")[-1], path): (old, new) for urn in real
+             for path, old, new in _differences(offline[urn], real[urn])}
+    expected = {key: (value, UNKNOWN) for key, value in COMPONENT_ECHO.items()}
+    assert found == expected, json.dumps({f"{k[0]} {k[1]}": v for k, v in found.items()}, indent=1)[:20000]
 
 
 # --- the policy pack under the real CLI ---------------------------------------------------------------------------
@@ -98,23 +130,18 @@ def _check(project: Project) -> dict:
     return json.loads(done.stdout)
 
 
-def _policy_preview(project: Project, pack) -> tuple[int, list[dict]]:
-    """`pulumi preview --policy-pack`: its exit code and the policy violations its JSON output reports."""
-    done = project.pulumi("preview", "--policy-pack", str(pack), "--json", check=False)
-    try:
-        out = json.loads(done.stdout)
-    except json.JSONDecodeError:
-        raise AssertionError(f"preview printed no JSON ({done.returncode}):\n{done.stderr[-6000:]}\n{done.stdout[-3000:]}")
-    return done.returncode, [d for d in out.get("diagnostics", []) if d.get("severity") != "info"], out
+def _policy_preview(project: Project, pack) -> tuple[int, str]:
+    """`pulumi preview --policy-pack`: its exit code and everything it printed."""
+    done = project.pulumi("preview", "--policy-pack", str(pack), check=False)
+    return done.returncode, done.stdout + done.stderr
 
 
 def test_policy_pack_passes_the_good_stack_and_agrees_with_check(project, policy_pack):
-    code, diagnostics, out = _policy_preview(project, policy_pack)
+    code, out = _policy_preview(project, policy_pack)
     offline = _check(project)
-    assert offline["summary"]["failing"] == 0
-    violations = [d for d in diagnostics if "mandatory" in d.get("message", "") or "advisory" in d.get("message", "")]
-    assert code == 0, json.dumps(diagnostics, indent=1)
-    assert len(violations) == offline["summary"]["findings"], json.dumps(violations, indent=1)
+    assert offline["summary"]["findings"] == 0
+    assert code == 0, out[-6000:]
+    assert "Policy Violations" not in out and "gpu-platform@v1.0.0" in out, out[-6000:]
 
 
 def test_policy_pack_blocks_the_bad_stack_with_the_rule_message(cluster, policy_pack, tmp_path_factory):
@@ -123,11 +150,12 @@ def test_policy_pack_blocks_the_bad_stack_with_the_rule_message(cluster, policy_
     offline = _check(bad)
     failing = [f for f in offline["findings"] if f.get("enforcement") == "mandatory"]
     assert failing and {f["rule"] for f in failing} == {"GPU014"}, json.dumps(offline["findings"], indent=1)
-    code, diagnostics, out = _policy_preview(bad, policy_pack)
+    code, out = _policy_preview(bad, policy_pack)
     assert code != 0
-    text = json.dumps(out)
+    flat = " ".join(out.split())
     for finding in failing:
-        assert finding["message"][:60] in text.replace('\\"', '"'), (finding["message"], text[-4000:])
+        assert "mandatory" in flat and finding["policy"] in flat, flat[-6000:]
+        assert " ".join(finding["message"].split()) in flat, (finding["message"], flat[-6000:])
 
 
 # --- one up / preview / edit / destroy cycle ----------------------------------------------------------------------
@@ -136,8 +164,8 @@ def _needed(plan: dict, urns: list[str]) -> set[str]:
     """Resources and everything they need registered first: parents up to the stack, what they depend on, and every
     provider (a targeted update creates only what it is given)."""
     by_urn = {r["urn"]: r for r in plan["resources"]}
-    out = {r["urn"] for r in plan["resources"] if r["type"].startswith("pulumi:providers:")}
-    todo = list(urns)
+    out: set[str] = set()
+    todo = [*urns, *(r["urn"] for r in plan["resources"] if r["type"].startswith("pulumi:providers:"))]
     while todo:
         urn = todo.pop()
         if urn in out or urn not in by_urn:
