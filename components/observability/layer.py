@@ -14,7 +14,11 @@ def install(ctx: Context) -> None:
     prometheus = Prometheus("prometheus", config, opts=ctx.k8s_opts())
     ctx.handles["prometheus"] = prometheus.ready
     # The monitoring CRDs come with the release; the scheduler's metrics service with its chart.
-    GpuMonitoring("gpu-monitoring", GpuMonitoringArgs.from_config(config, prometheus.namespace),
+    # The configured namespace, carried by the release's URN (known in a preview) so the objects still depend on it;
+    # not `prometheus.namespace`: the SDK turns a component's registered properties into outputs of the engine's
+    # answer, unknown in a real preview, which then proposed moving these objects to `default`.
+    namespace = prometheus.ready.urn.apply(lambda _: obs.prometheus.namespace)
+    GpuMonitoring("gpu-monitoring", GpuMonitoringArgs.from_config(config, namespace),
                   opts=ctx.k8s_opts("prometheus", config.scheduler.kind))
     if obs.reclaim.enabled:
         namespaces = {t.name: ctx.handles[f"namespace/{t.name}"] for t in config.teams}
