@@ -1,5 +1,6 @@
-"""GPU014 (team Pod Security) and GPU015 (team default-deny NetworkPolicy): compliant fixtures, then one changed
-field per failing case, not-applicable, unknown-at-preview and exemption cases."""
+"""GPU014 (team Pod Security), GPU015 (team default-deny NetworkPolicy) and GPU018 (no built-in group in a team's
+RoleBindings): compliant fixtures, then one changed field per failing case, not-applicable, unknown-at-preview and
+exemption cases."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -11,6 +12,7 @@ from policies.rules import BY_ID, RULES
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 TEAM = "gpu-platform:tenancy:Team"
 ENFORCE = "pod-security.kubernetes.io/enforce"
 REASON = "legacy notebook image needs NET_RAW until PLAT-456 lands (owner: platform team)"
@@ -70,6 +72,15 @@ def volcano_team_no_deny(plan):
     drop(plan, NETPOL, "alpha-default-deny")
 
 
+def edit_for_every_identity(plan):
+    inputs(plan, ROLE_BINDING, "research-edit")["subjects"][0]["name"] = "system:authenticated"
+
+
+def queue_for_every_service_account(plan):
+    inputs(plan, ROLE_BINDING, "kueue-user-serving")["subjects"].append(
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:serviceaccounts"})
+
+
 # rule, fixture, change, what the message says, resource an exemption names (glob)
 FAILING = [
     ("GPU014", "aws-prod", privileged, "'research' enforces 'privileged'", "research-namespace"),
@@ -89,6 +100,11 @@ FAILING = [
     ("GPU015", "aws-prod", dns_rule_without_peers, "egress rule without `to`", "research-allow-dns"),
     ("GPU015", "aws-prod", deny_with_an_allowance, "'research' has no default-deny", "research-namespace"),
     ("GPU015", "gcp-dev", volcano_team_no_deny, "'alpha' has no default-deny NetworkPolicy", "alpha-namespace"),
+    ("GPU018", "aws-prod", edit_for_every_identity, "RoleBinding research/team-edit grants 'edit' in team namespace "
+                                                    "'research' to built-in group(s) system:authenticated",
+     "research-edit"),
+    ("GPU018", "aws-prod", queue_for_every_service_account, "'serving' to built-in group(s) system:serviceaccounts",
+     "kueue-user-*"),
 ]
 
 
@@ -98,9 +114,9 @@ def _case_id(case) -> str:
 
 @pytest.mark.parametrize("fixture", ["aws-prod", "gcp-dev"])
 def test_fixtures_are_compliant(fixture):
-    report = run(load(fixture), "GPU014", "GPU015")
+    report = run(load(fixture), "GPU014", "GPU015", "GPU018")
     assert report.findings == []
-    assert notes(report, "GPU014", "not-applicable") == notes(report, "GPU015", "not-applicable") == []
+    assert [n for rule in ("GPU014", "GPU015", "GPU018") for n in notes(report, rule, "not-applicable")] == []
 
 
 @pytest.mark.parametrize("case", FAILING, ids=_case_id)
@@ -124,7 +140,7 @@ def test_exemption_waives_the_finding(case):
     assert {u.rule for u in report.exemptions.used} == {rule}
 
 
-@pytest.mark.parametrize("rule", ["GPU014", "GPU015"])
+@pytest.mark.parametrize("rule", ["GPU014", "GPU015", "GPU018"])
 def test_not_applicable_without_team_namespaces(rule):
     plan = load("aws-prod")
     for type_ in (NAMESPACE, TEAM):
@@ -137,6 +153,7 @@ def test_not_applicable_without_team_namespaces(rule):
 @pytest.mark.parametrize("rule, type_, name, field", [
     ("GPU014", NAMESPACE, "research-namespace", "metadata"),
     ("GPU015", NETPOL, "research-default-deny", "spec"),
+    ("GPU018", ROLE_BINDING, "research-edit", "subjects"),
 ])
 def test_unknown_at_preview_is_skipped_with_reason(rule, type_, name, field):
     plan = load("aws-prod")
@@ -158,6 +175,6 @@ def test_egress_none_is_still_compliant():
 
 
 def test_rules_are_high_and_mandatory():
-    for rule in (BY_ID["GPU014"], BY_ID["GPU015"]):
+    for rule in (BY_ID["GPU014"], BY_ID["GPU015"], BY_ID["GPU018"]):
         assert (rule.severity.value, rule.enforcement.value, rule.exemptable) == ("high", "mandatory", True)
         assert rule.remediation and rule.config_key == "teams"
