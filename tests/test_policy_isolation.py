@@ -130,9 +130,27 @@ def test_one_changed_field_fails_exactly_that_rule(case):
     assert report.exit_code() == 1
 
 
+def alone(plan):
+    """gcp-dev's beta can use no pool (Volcano, no Kueue: its quota admits no GPU), so alpha is every pool's only
+    tenant."""
+    inputs(plan, "kubernetes:core/v1:ResourceQuota", "beta-gpu-quota")["spec"]["hard"]["requests.nvidia.com/gpu"] = "0"
+
+
+def privileged_alone(plan):
+    volcano_team_privileged(plan)
+    alone(plan)
+
+
+# A privileged team sharing a pool is also reported on the pool, which its namespace's exemption does not cover
+# (test_a_privileged_team_sharing_a_pool_...): the exemption is shown on a privileged team alone on its pools.
+PRIVILEGED_ALONE = (privileged, volcano_team_privileged)
+
+
 @pytest.mark.parametrize("case", FAILING, ids=_case_id)
 def test_exemption_waives_the_finding(case):
     rule, fixture, change, _, glob = case
+    if change in PRIVILEGED_ALONE:
+        fixture, change, glob = "gcp-dev", privileged_alone, "alpha-namespace"
     plan = load(fixture)
     change(plan)
     report = run(plan, rule, exemptions=((rule, glob, REASON, TODAY + timedelta(days=30)),))
@@ -178,3 +196,27 @@ def test_rules_are_high_and_mandatory():
     for rule in (BY_ID["GPU014"], BY_ID["GPU015"], BY_ID["GPU018"]):
         assert (rule.severity.value, rule.enforcement.value, rule.exemptable) == ("high", "mandatory", True)
         assert rule.remediation and rule.config_key == "teams"
+
+
+@pytest.mark.parametrize("policy_label", [False, True])
+def test_a_privileged_team_sharing_a_pool_is_a_finding_its_namespace_exemption_does_not_waive(policy_label):
+    """aws-prod's research shares h100-train with applied: privileged there is root on applied's nodes, whether
+    exempted (GPU014 waives the namespace) or held to baseline-plus-sidecar by the fabric policy (its sidecar's host
+    mounts are reachable through pods/exec)."""
+    plan = load("aws-prod")
+    labels(plan)[ENFORCE] = "privileged"
+    if policy_label:
+        labels(plan)["gpu-platform.io/pod-security-policy"] = "gpu-platform-fabric-baseline-research"
+    exempt = (("GPU014", "research-namespace", REASON, TODAY + timedelta(days=30)),)
+    report = run(plan, "GPU014", exemptions=exempt)
+    shared = [f.message for f in report.active if "root on their nodes" in f.message]
+    assert shared == ["team namespace 'research' enforces 'privileged' (its pods can reach the host) on pool "
+                      "'h100-train', which applied can also use: it is root on their nodes; only a pool's single "
+                      "tenant may run privileged there"]
+
+
+def test_a_privileged_team_alone_on_its_pools_shares_nothing():
+    plan = load("gcp-dev")
+    privileged_alone(plan)
+    report = run(plan, "GPU014")
+    assert not [f for f in report.findings if "root on their nodes" in f.message]
