@@ -1,7 +1,7 @@
 """teams[].podSecurity: fabric-sidecar on GKE GPUDirect: the planned ValidatingAdmissionPolicy's CEL, evaluated with
 cel-python on a good pod (baseline plus the exact TCPX sidecar, built by components/gpu/gpudirect.py) and on one
 changed field per refused case; the namespace labels and binding; GPU014 on gcp-prod without an exemption and one
-changed field per failing case. A real API server is the next proof (the CEL dialect here is CEL's core)."""
+changed field per failing case. tests/test_cluster_fabric_sidecar.py runs the same cases on a real API server."""
 from __future__ import annotations
 
 import copy
@@ -144,6 +144,9 @@ def selinux_user(pod):
 
 
 def unmasked_proc(pod):
+    # The API server takes Unmasked only in a user namespace (hostUsers: false), where baseline may allow it: the
+    # policy still refuses it, stricter than baseline, since a GPU pod has no use for it.
+    pod["spec"]["hostUsers"] = False
     main(pod)["securityContext"]["procMount"] = "Unmasked"
 
 
