@@ -15,13 +15,15 @@ from components.config.errors import Problems
 from components.config.fields import join
 from components.config.model import GpuPool, Scheduler, Team
 
+SHARED_UNITS = {"mps": "MPS replicas", "time-slicing": "time-slicing replicas"}
+
 
 def quota_unit(pool: GpuPool, strategy: str | None) -> str:
     """What one unit of quota on the pool is."""
     mode = pool.sharing.mode
     if mode == "mig":
         return "MIG slices" if strategy == "single" else "GPUs' worth of MIG slices"
-    return f"{mode} replicas" if mode in ("mps", "time-slicing") else "GPUs"
+    return SHARED_UNITS.get(mode, "GPUs")
 
 
 def _volcano_capability(team: Team, pools: list[GpuPool], strategy: str | None, cohort: bool) -> dict[str, int]:
