@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from policy_fixtures import UNKNOWN, assert_undecided, drop, ids, inputs, load, notes, resource, run
+from policy_fixtures import KNOWN, UNKNOWN, assert_undecided, drop, ids, inputs, load, new_ids, notes, resource, run
 from policies.rules import RULES
 
 POOL = "gpu-platform:cluster:GpuNodePool"
@@ -137,20 +137,6 @@ def serving_a100_quota(amount):
 
 def volcano_capability_lowered(plan):
     inputs(plan, VQUEUE, "volcano-queue-alpha")["spec"]["capability"]["nvidia.com/gpu"] = 1
-
-
-# What the example stacks really say, kept by their fixtures: aws-prod's queues reach 24 of h100-train's 32 GPUs
-# and 32 of l4-notebooks' 64 replicas (GPU018, advisory; docs/scheduling.md).
-KNOWN = {"aws-prod": ["GPU018", "GPU018"], "gcp-dev": []}
-
-
-def new_ids(report, fixture: str) -> list[str]:
-    """Rule ids of the findings a change adds to what its fixture already reports (of the rules run)."""
-    found = ids(report)
-    for rule in KNOWN[fixture]:
-        if rule in found:
-            found.remove(rule)
-    return found
 
 
 # rule, fixture, change, what the message says, resource an exemption names (glob)
