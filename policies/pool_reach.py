@@ -1,4 +1,4 @@
-"""How much of each GPU pool's capacity at maxNodes the planned queues let any team use (GPU018, plan summary).
+"""How much of each GPU pool's capacity at maxNodes the planned queues let any team use (GPU019, plan summary).
 
 Read from the plan, never the config: the GpuNodePool components (maxNodes, what a node advertises, labels) and
 the scheduler's queue objects. What the queues allow differs by scheduler:

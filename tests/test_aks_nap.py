@@ -45,7 +45,7 @@ NODE_CLASS_SPEC = {
 
 def raw_stack():
     """azure-prod as a NAP stack can take it: a100-infer without MIG or standing nodes, its quota within reach and
-    filling it (12 GPUs on 3 nodes), so no capacity is left unreachable (GPU018)."""
+    filling it (12 GPUs on 3 nodes), so no capacity is left unreachable (GPU019)."""
     raw = read_stack_config(STACK)
     cluster = raw["gpu-platform:cluster"]
     pools = copy.deepcopy(raw["gpu-platform:gpuPools"])

@@ -148,7 +148,7 @@ FAILING = [
     ("GPU003", "aws-prod", no_research_quota, "'research' has no ResourceQuota capping requests.nvidia.com/gpu", "research-*"),
     # The queues still count nvidia.com/gpu on a pool now advertising MIG resources: none of it is reachable.
     ("GPU003", "aws-prod", mixed_mig_unquoted, "requests.nvidia.com/mig-1g.10gb, requests.nvidia.com/mig-3g.40gb", "*-namespace",
-     {"GPU018"}),
+     {"GPU019"}),
     ("GPU004", "aws-prod", preempting_default, "'gpu-default' has preemptionPolicy PreemptLowerPriority", "priorities-*"),
     ("GPU004", "aws-prod", queue_without_preemption, "'research' sets no preemption.withinClusterQueue", "kueue-queue-research"),
     ("GPU004", "gcp-dev", volcano_queue_unreclaimable, "'alpha' does not set reclaimable", "volcano-queue-alpha"),
@@ -168,13 +168,13 @@ FAILING = [
     ("GPU012", "aws-prod", mps_on_shared_pool, "uses mps and 2 teams can use it", "ml-prod-l4-*"),
     ("GPU013", "gcp-dev", unauthorized_dev_endpoint, "has a public API endpoint without authorized networks",
      "ml-dev-gke-*"),
-    ("GPU018", "aws-prod", serving_a100_quota(50),
+    ("GPU019", "aws-prod", serving_a100_quota(50),
      "pool 'a100-infer' offers 112 MIG slices at maxNodes but the Kueue ClusterQueues can use at most 106: 6 MIG "
      "slices are unreachable", "ml-prod-a100-infer"),
-    ("GPU018", "aws-prod", serving_a100_quota(64),
+    ("GPU019", "aws-prod", serving_a100_quota(64),
      "pool 'a100-infer' offers 112 MIG slices at maxNodes but the ClusterQueues' nominal quotas on it add up to "
      "120: 8 MIG slices of nominal quota can never be honoured", "ml-prod-a100-infer"),
-    ("GPU018", "gcp-dev", volcano_capability_lowered,
+    ("GPU019", "gcp-dev", volcano_capability_lowered,
      "pool 'l4-train' offers 8 GPUs at maxNodes but the Volcano Queues can use at most 7: 1 GPUs are unreachable",
      "ml-dev-gke-l4-train"),
 ]
@@ -200,7 +200,7 @@ def test_one_changed_field_fails_exactly_that_rule(case):
     # Removing the recording rules also breaks the idle alert built on them.
     assert set(new_ids(report, fixture)) == {rule, *(also[0] if also else ())}
     assert any(expected in f.message for f in report.findings), [f.message for f in report.findings]
-    advisory = rule in ("GPU009", "GPU012", "GPU018")
+    advisory = rule in ("GPU009", "GPU012", "GPU019")
     assert report.exit_code() == (0 if advisory else 1)
 
 
@@ -253,7 +253,7 @@ NOT_APPLICABLE = [
     ("GPU011", "aws-prod", "development", "not a production stack"),
     ("GPU012", "aws-prod", lambda plan: None, "no pool uses mps"),
     ("GPU013", "aws-prod", lambda plan: None, "a production stack: GPU011 holds its endpoint"),
-    ("GPU018", "aws-prod", lambda plan: [drop(plan, t) for t in (POOL, NODE_GROUP)], "no GPU pools"),
+    ("GPU019", "aws-prod", lambda plan: [drop(plan, t) for t in (POOL, NODE_GROUP)], "no GPU pools"),
 ]
 
 
@@ -296,7 +296,7 @@ UNKNOWN_AT_PREVIEW = [
     ("GPU011", "aws-prod", _unknown("aws:eks/cluster:Cluster", None, "vpcConfig")),
     ("GPU012", "aws-prod", _unknown(QUEUE, "kueue-queue-research", "spec", "resourceGroups")),
     ("GPU013", "gcp-dev", _unknown("gcp:container/cluster:Cluster", None, "masterAuthorizedNetworksConfig")),
-    ("GPU018", "aws-prod", _unknown(QUEUE, "kueue-queue-research", "spec", "resourceGroups")),
+    ("GPU019", "aws-prod", _unknown(QUEUE, "kueue-queue-research", "spec", "resourceGroups")),
 ]
 
 
@@ -342,8 +342,8 @@ def test_gpu_node_pool_outside_the_component_is_still_a_pool():
 def test_pool_capacity_of_a_pool_outside_the_component_is_undecided_and_other_pools_still_checked():
     plan = load("aws-prod")
     drop(plan, POOL, "ml-prod-h100-train")
-    report = run(plan, "GPU018")
-    assert notes(report, "GPU018", "unknown") == [
+    report = run(plan, "GPU019")
+    assert notes(report, "GPU019", "unknown") == [
         "ml-prod-h100-train-nodegroup: a GPU node pool outside the GpuNodePool component, whose maxNodes and "
         "advertised GPU resources the plan does not state"]
     assert [f.subject for f in report.findings] == ["pool:l4-notebooks"]
@@ -353,8 +353,8 @@ def test_pool_capacity_through_a_flavor_selecting_an_undeclared_label_is_undecid
     plan = load("aws-prod")
     inputs(plan, "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor", "kueue-flavor-h100-train")["spec"][
         "nodeLabels"] = {"eks.amazonaws.com/nodegroup": "ml-prod-h100-train"}
-    report = run(plan, "GPU018")
+    report = run(plan, "GPU019")
     assert "ResourceFlavor h100-train selects nodes by eks.amazonaws.com/nodegroup" in \
-        notes(report, "GPU018", "unknown")[0]
+        notes(report, "GPU019", "unknown")[0]
     assert ids(report) == []
 

@@ -69,7 +69,7 @@ def pool_rows(plan: Plan) -> list[list[str]]:
 
 
 def _reach(plan: Plan) -> dict[str, PoolReach] | None:
-    """Each pool's reach through the planned queues (policies/pool_reach.py, as GPU018 reads it); None when the
+    """Each pool's reach through the planned queues (policies/pool_reach.py, as GPU019 reads it); None when the
     plan does not say."""
     try:
         return pool_reach((r.type, r.inputs) for r in plan.resources)

@@ -57,8 +57,8 @@ def ids(report) -> list[str]:
 
 
 # What the example stacks really say, kept by their fixtures: aws-prod's queues reach 24 of h100-train's 32 GPUs
-# and 32 of l4-notebooks' 64 replicas (GPU018, advisory).
-KNOWN = {"aws-prod": ["GPU018", "GPU018"], "gcp-dev": []}
+# and 32 of l4-notebooks' 64 replicas (GPU019, advisory).
+KNOWN = {"aws-prod": ["GPU019", "GPU019"], "gcp-dev": []}
 
 
 def new_ids(report, fixture: str) -> list[str]:

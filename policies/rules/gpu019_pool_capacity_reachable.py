@@ -1,4 +1,4 @@
-"""GPU018: the teams' queues can reach every GPU a pool offers at maxNodes, and its nominal quotas fit in it."""
+"""GPU019: the teams' queues can reach every GPU a pool offers at maxNodes, and its nominal quotas fit in it."""
 from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
@@ -43,7 +43,7 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
 
 
 RULE = stack_rule(
-    id="GPU018", slug="pool-capacity-reachable",
+    id="GPU019", slug="pool-capacity-reachable",
     title="Teams' queues can use every GPU a pool offers at maxNodes, and its nominal quotas fit in it",
     rationale=("A pool scales up to maxNodes for whatever the scheduler admits, but the scheduler admits only "
                "within the teams' queues. Kueue admits at most the nominal quotas of the ResourceFlavors selecting a "
