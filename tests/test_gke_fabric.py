@@ -289,14 +289,15 @@ def test_nccl_test_uses_the_gpu_nics(machine, fabric):
 
 
 def test_nccl_test_runs_in_a_team_whose_pod_security_admits_gpudirect(capsys):
-    # gcp-prod: research (podSecurity fabric-sidecar) is picked, search (baseline) is refused.
+    # gcp-prod: research (podSecurity fabric-sidecar) is picked; the pool is research's alone (host access), so
+    # search has no quota there. A baseline team on the pool is refused below (explicit fabric no team can use).
     assert main(["nccl-test", "gcp-prod", "--pool", "h100-train"]) == 0
     captured = capsys.readouterr()
     (job,) = [o for o in yaml.safe_load_all(captured.out) if o["kind"] == "Job"]
     assert job["metadata"]["namespace"] == "research" and captured.err == ""
     assert main(["nccl-test", "gcp-prod", "--pool", "h100-train", "--team", "search"]) == 2
     err = capsys.readouterr().err
-    assert "Pod Security baseline refuses in 'search'" in err and "teams[].podSecurity: fabric-sidecar" in err
+    assert "team 'search' has no quota on pool 'h100-train'; teams with quota: research" in err
     assert "Traceback" not in err
 
 
@@ -316,7 +317,7 @@ def test_auto_never_resolves_to_a_fabric_no_team_can_use(tmp_path, capsys):
     config = validate_stack(None, path)[3]
     assert config.gpu_pools[0].fabric == "none"
     (warning,) = [w for w in config.warnings if w.startswith("gpuPools[0].fabric: ")]
-    assert "auto leaves 'h100-train' without gpudirect-tcpx" in warning and "(research, search)" in warning
+    assert "auto leaves 'h100-train' without gpudirect-tcpx" in warning and "(research)" in warning
     assert main(["plan", "--file", str(path)]) == 0
     assert "gpudirect" not in capsys.readouterr().out.split("teams:")[0]
 
@@ -325,11 +326,11 @@ def test_an_explicit_fabric_no_team_can_use_is_warned_shown_unused_and_nccl_test
     path = without_fabric_teams(tmp_path, "gpudirect-tcpx")
     config = validate_stack(None, path)[3]
     (warning,) = [w for w in config.warnings if w.startswith("gpuPools[0].fabric: ")]
-    assert "gpudirect-tcpx pods need Pod Security fabric-sidecar" in warning and "(research, search)" in warning
+    assert "gpudirect-tcpx pods need Pod Security fabric-sidecar" in warning and "(research)" in warning
     assert main(["plan", "--file", str(path)]) == 0
     assert "gpudirect-tcpx (unused: no team with quota admits its pods)" in capsys.readouterr().out
     assert main(["nccl-test", "--file", str(path), "--pool", "h100-train"]) == 2
-    assert "refuses in 'research', 'search'" in capsys.readouterr().err
+    assert "Pod Security baseline refuses in 'research'" in capsys.readouterr().err
 
 
 def test_the_summary_shows_a_used_fabric_plainly(capsys):

@@ -5,7 +5,8 @@ blocks. The layering, bottom to top, as the code stands:
 
 1. Fact tables, importing no component: the chart pins (`components.pins`, nothing at all, the bottom), the GPU
    catalog (`components.catalog.*`, nothing outside itself), the cloud table (`components.clouds.profiles`, only
-   the pins) and the scheduler table (`components.scheduling.kinds`, the pins and `components.context` for a type).
+   the pins), the scheduler table (`components.scheduling.kinds`, the pins and `components.context` for a type) and
+   the platform's namespaces (`components.namespaces`, nothing).
 2. The stack config (`components.config.*`): reads only the fact tables above plus the few pure helpers it
    validates against (`components.clouds` package lookup, `clouds.labels`, `clouds.zonal`,
    `scheduling.framework_catalog`); never a component module that creates resources.
@@ -30,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("components", "gpu_platform")
 CLOUD_SDKS = ("pulumi_aws", "pulumi_azure_native", "pulumi_gcp", "pulumi_oci")
-FACT_TABLES = ("components.pins", "components.catalog", "components.clouds.profiles", "components.scheduling.kinds")
+FACT_TABLES = ("components.pins", "components.catalog", "components.clouds.profiles", "components.scheduling.kinds",
+               "components.namespaces")
 CONFIG_MAY_IMPORT = (*FACT_TABLES, "components.config", "components.clouds.labels", "components.clouds.zonal",
                      "components.scheduling.framework_catalog")
 
@@ -121,7 +123,8 @@ def test_components_never_import_gpu_platform():
 def test_fact_tables_import_no_component():
     allowed = {"components.pins": (), "components.catalog": ("components.catalog",),
                "components.clouds.profiles": ("components.pins",),
-               "components.scheduling.kinds": ("components.pins", "components.context")}
+               "components.scheduling.kinds": ("components.pins", "components.context"),
+               "components.namespaces": ()}
     assert _violations(lambda m, t: _under(t, "components") and any(
         _under(m, table) and not _under(t, *ok) for table, ok in allowed.items())) == []
 

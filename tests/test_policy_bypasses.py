@@ -164,6 +164,19 @@ def test_gpu002_flavor_selecting_the_time_sliced_pool_by_another_label(labels):
     assert "'l4-notebooks'" in report.findings[0].message
 
 
+@pytest.mark.parametrize("type_, name", [(NODE_GROUP, "ml-prod-h100-train-nodegroup"),
+                                         ("gpu-platform:cluster:GpuNodePool", "ml-prod-h100-train")])
+def test_gpu002_a_hand_set_device_plugin_label_time_slices_a_whole_pool(type_, name):
+    """The config refuses nvidia.com/* pool labels; a plan written by hand can still point the shared h100-train
+    pool's nodes at the L4 pool's time-slicing entry of the GPU Operator's device plugin config."""
+    plan = load("aws-prod")
+    inputs(plan, type_, name)["labels"]["nvidia.com/device-plugin.config"] = "l4-notebooks"
+    report = run(plan, "GPU002")
+    assert ids(report) == ["GPU002"]
+    assert "pool 'h100-train' uses time-slicing and 2 teams can use it (applied, research)" in \
+        report.findings[0].message
+
+
 # GPU001: launch templates, cloud-init comments, undecidable pools ----------------------------------------
 
 

@@ -1,5 +1,6 @@
-"""GPU014 (team Pod Security) and GPU015 (team default-deny NetworkPolicy): compliant fixtures, then one changed
-field per failing case, not-applicable, unknown-at-preview and exemption cases."""
+"""GPU014 (team Pod Security), GPU015 (team default-deny NetworkPolicy) and GPU018 (no built-in group in a team's
+RoleBindings): compliant fixtures, then one changed field per failing case, not-applicable, unknown-at-preview and
+exemption cases."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -11,6 +12,7 @@ from policies.rules import BY_ID, RULES
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 TEAM = "gpu-platform:tenancy:Team"
 ENFORCE = "pod-security.kubernetes.io/enforce"
 REASON = "legacy notebook image needs NET_RAW until PLAT-456 lands (owner: platform team)"
@@ -70,6 +72,15 @@ def volcano_team_no_deny(plan):
     drop(plan, NETPOL, "alpha-default-deny")
 
 
+def edit_for_every_identity(plan):
+    inputs(plan, ROLE_BINDING, "research-edit")["subjects"][0]["name"] = "system:authenticated"
+
+
+def queue_for_every_service_account(plan):
+    inputs(plan, ROLE_BINDING, "kueue-user-serving")["subjects"].append(
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:serviceaccounts"})
+
+
 # rule, fixture, change, what the message says, resource an exemption names (glob)
 FAILING = [
     ("GPU014", "aws-prod", privileged, "'research' enforces 'privileged'", "research-namespace"),
@@ -89,6 +100,11 @@ FAILING = [
     ("GPU015", "aws-prod", dns_rule_without_peers, "egress rule without `to`", "research-allow-dns"),
     ("GPU015", "aws-prod", deny_with_an_allowance, "'research' has no default-deny", "research-namespace"),
     ("GPU015", "gcp-dev", volcano_team_no_deny, "'alpha' has no default-deny NetworkPolicy", "alpha-namespace"),
+    ("GPU018", "aws-prod", edit_for_every_identity, "RoleBinding research/team-edit grants 'edit' in team namespace "
+                                                    "'research' to built-in group(s) system:authenticated",
+     "research-edit"),
+    ("GPU018", "aws-prod", queue_for_every_service_account, "'serving' to built-in group(s) system:serviceaccounts",
+     "kueue-user-*"),
 ]
 
 
@@ -98,9 +114,9 @@ def _case_id(case) -> str:
 
 @pytest.mark.parametrize("fixture", ["aws-prod", "gcp-dev"])
 def test_fixtures_are_compliant(fixture):
-    report = run(load(fixture), "GPU014", "GPU015")
+    report = run(load(fixture), "GPU014", "GPU015", "GPU018")
     assert report.findings == []
-    assert notes(report, "GPU014", "not-applicable") == notes(report, "GPU015", "not-applicable") == []
+    assert [n for rule in ("GPU014", "GPU015", "GPU018") for n in notes(report, rule, "not-applicable")] == []
 
 
 @pytest.mark.parametrize("case", FAILING, ids=_case_id)
@@ -114,9 +130,27 @@ def test_one_changed_field_fails_exactly_that_rule(case):
     assert report.exit_code() == 1
 
 
+def alone(plan):
+    """gcp-dev's beta can use no pool (Volcano, no Kueue: its quota admits no GPU), so alpha is every pool's only
+    tenant."""
+    inputs(plan, "kubernetes:core/v1:ResourceQuota", "beta-gpu-quota")["spec"]["hard"]["requests.nvidia.com/gpu"] = "0"
+
+
+def privileged_alone(plan):
+    volcano_team_privileged(plan)
+    alone(plan)
+
+
+# A privileged team sharing a pool is also reported on the pool, which its namespace's exemption does not cover
+# (test_a_privileged_team_sharing_a_pool_...): the exemption is shown on a privileged team alone on its pools.
+PRIVILEGED_ALONE = (privileged, volcano_team_privileged)
+
+
 @pytest.mark.parametrize("case", FAILING, ids=_case_id)
 def test_exemption_waives_the_finding(case):
     rule, fixture, change, _, glob = case
+    if change in PRIVILEGED_ALONE:
+        fixture, change, glob = "gcp-dev", privileged_alone, "alpha-namespace"
     plan = load(fixture)
     change(plan)
     report = run(plan, rule, exemptions=((rule, glob, REASON, TODAY + timedelta(days=30)),))
@@ -124,7 +158,7 @@ def test_exemption_waives_the_finding(case):
     assert {u.rule for u in report.exemptions.used} == {rule}
 
 
-@pytest.mark.parametrize("rule", ["GPU014", "GPU015"])
+@pytest.mark.parametrize("rule", ["GPU014", "GPU015", "GPU018"])
 def test_not_applicable_without_team_namespaces(rule):
     plan = load("aws-prod")
     for type_ in (NAMESPACE, TEAM):
@@ -137,6 +171,7 @@ def test_not_applicable_without_team_namespaces(rule):
 @pytest.mark.parametrize("rule, type_, name, field", [
     ("GPU014", NAMESPACE, "research-namespace", "metadata"),
     ("GPU015", NETPOL, "research-default-deny", "spec"),
+    ("GPU018", ROLE_BINDING, "research-edit", "subjects"),
 ])
 def test_unknown_at_preview_is_skipped_with_reason(rule, type_, name, field):
     plan = load("aws-prod")
@@ -158,6 +193,30 @@ def test_egress_none_is_still_compliant():
 
 
 def test_rules_are_high_and_mandatory():
-    for rule in (BY_ID["GPU014"], BY_ID["GPU015"]):
+    for rule in (BY_ID["GPU014"], BY_ID["GPU015"], BY_ID["GPU018"]):
         assert (rule.severity.value, rule.enforcement.value, rule.exemptable) == ("high", "mandatory", True)
         assert rule.remediation and rule.config_key == "teams"
+
+
+@pytest.mark.parametrize("policy_label", [False, True])
+def test_a_privileged_team_sharing_a_pool_is_a_finding_its_namespace_exemption_does_not_waive(policy_label):
+    """aws-prod's research shares h100-train with applied: privileged there is root on applied's nodes, whether
+    exempted (GPU014 waives the namespace) or held to baseline-plus-sidecar by the fabric policy (its sidecar's host
+    mounts are reachable through pods/exec)."""
+    plan = load("aws-prod")
+    labels(plan)[ENFORCE] = "privileged"
+    if policy_label:
+        labels(plan)["gpu-platform.io/pod-security-policy"] = "gpu-platform-fabric-baseline-research"
+    exempt = (("GPU014", "research-namespace", REASON, TODAY + timedelta(days=30)),)
+    report = run(plan, "GPU014", exemptions=exempt)
+    shared = [f.message for f in report.active if "root on their nodes" in f.message]
+    assert shared == ["team namespace 'research' enforces 'privileged' (its pods can reach the host) on pool "
+                      "'h100-train', which applied can also use: it is root on their nodes; only a pool's single "
+                      "tenant may run privileged there"]
+
+
+def test_a_privileged_team_alone_on_its_pools_shares_nothing():
+    plan = load("gcp-dev")
+    privileged_alone(plan)
+    report = run(plan, "GPU014")
+    assert not [f for f in report.findings if "root on their nodes" in f.message]

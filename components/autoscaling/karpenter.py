@@ -11,6 +11,7 @@ import pulumi_kubernetes.apiextensions as apiextensions
 import pulumi_kubernetes.helm.v3 as helm
 import pulumi_kubernetes.meta.v1 as meta
 
+from components import namespaces
 from components.clouds.base import GpuNodePool, PlatformCluster
 from components.config.capacity import GPU_RESOURCE
 from components.pins import PINS
@@ -21,7 +22,7 @@ CRD_CHART = "karpenter-crd"
 # Karpenter 1.14.1, API karpenter.sh/v1 and karpenter.k8s.aws/v1; the Kubernetes minors it runs on are
 # CloudProfile.provisioner_kubernetes_versions, read from its compatibility matrix (tests/test_karpenter.py).
 CHART_VERSION = PINS[CHART].version
-NAMESPACE = "kube-system"
+NAMESPACE = namespaces.KUBE_SYSTEM
 SERVICE_ACCOUNT = "karpenter"  # fixed, so the controller role's IRSA trust can name it
 NODE_POOL_API = "karpenter.sh/v1"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components import namespaces
 from components.config.capacity import GPU_RESOURCE, mig_strategy, pool_units
 from components.config.model import PlatformConfig
 from components.pins import PINS
@@ -17,7 +18,7 @@ IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
 # (kubernetes/autoscaler releases cluster-autoscaler-<version>, published together 2026-07-23). The chart renders
 # `image.repository:image.tag` as given, for any tag (tests/test_kubernetes_versions.py).
 IMAGE_TAGS = {"1.32": "v1.32.5", "1.33": "v1.33.6", "1.34": "v1.34.5", "1.35": "v1.35.2", "1.36": "v1.36.1"}
-NAMESPACE = "kube-system"
+NAMESPACE = namespaces.KUBE_SYSTEM
 SERVICE_ACCOUNT = "cluster-autoscaler"  # fixed, so IRSA / workload identity trust can name it
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 # GPU nodes are slow and dear to start: wait before calling one unneeded, and after scaling up. Bare-metal GPU

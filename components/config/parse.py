@@ -20,8 +20,8 @@ from components.config.pools import (
     cloud_pool_checks, one_gpu_operator, read_pools, scale_from_zero_warnings, spot_warnings,
 )
 from components.config.teams import (
-    RESERVED_NAMESPACES, auto_fabrics_teams_can_use, fabric_pod_security, read_scheduler, read_teams, reclaim_opt_ins,
-    team_principal_checks, team_quota_rules,
+    RESERVED_NAMESPACES, auto_fabrics_teams_can_use, fabric_pod_security, host_access_single_tenant, read_scheduler,
+    read_teams, reclaim_opt_ins, team_principal_checks, team_quota_rules,
 )
 from components.config.cron import cron_problem
 from components.config.provisioning import (
@@ -63,6 +63,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     _namespaces(observability, teams, problems)
     policy = read_policy(top.value("policy", {}), problems)
     reclaim_opt_ins(top.value("teams", []), teams, observability, problems)
+    host_access_single_tenant(teams, problems)
     team_principal_checks(teams, prof, bool(cluster and cluster.adopted), problems)
     one_gpu_operator(pool_items, pools, prof, problems)
     if prof and cluster:
@@ -299,7 +300,7 @@ def _namespaces(observability: Observability, teams: list, problems: Problems) -
     namespace = observability.prometheus.namespace
     if not namespace:
         return
-    platform = [n for n in RESERVED_NAMESPACES if n != "monitoring"]
+    platform = [n for n in RESERVED_NAMESPACES if n != default(Prometheus, "namespace")]
     if namespace in platform:
         problems.add("observability.prometheus.namespace", f"{namespace!r} is a platform namespace; choose another "
                                                            f"(platform namespaces: {', '.join(platform)})")

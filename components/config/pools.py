@@ -72,6 +72,10 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) ->
             problems.add(join(sec.at("labels"), key), f"{node_facts.LABEL_PREFIX}/* labels are the platform's own "
                                                       "(Kueue flavors and quotas select pools by them); use your own "
                                                       "domain")
+        elif (setter := _operator_label(key, prof)) is not None:
+            problems.add(join(sec.at("labels"), key), f"{key} changes what the pool's nodes run or advertise, behind "
+                                                      "the quotas and policies that count its GPUs; "
+                                                      f"{setter}; use your own domain for your labels")
     taints = tuple(_taint(t, join(sec.at("taints"), j), problems) for j, t in enumerate(sec.list("taints")))
 
     instance = None
@@ -161,6 +165,30 @@ def _taint(raw: Any, path: str, problems: Problems) -> Taint | None:
     if key is None or value is None or effect is None:
         return None
     return Taint(key, value, effect)
+
+
+# nvidia.com/* node labels switch the GPU Operator's operands, select its device plugin's sharing entry and
+# mig-manager's layout, and are written by GPU feature discovery: the platform sets them from these fields.
+_OPERATOR_LABELS = (
+    (("nvidia.com/device-plugin.", "nvidia.com/gpu.replicas", "nvidia.com/gpu.sharing", "nvidia.com/mps."),
+     "gpuPools[].sharing (mode, replicas) sets it"),
+    (("nvidia.com/mig.",), "gpuPools[].sharing (mode: mig, migProfile) sets it"),
+    (("nvidia.com/gpu.deploy.",), "gpuPools[].driver sets it (which operands run on which pool)"),
+    (("nvidia.com/",), "the GPU Operator and GPU feature discovery own nvidia.com/* node labels"),
+)
+
+
+def _operator_label(key: str, prof: CloudProfile | None) -> str | None:
+    """Which field sets `key` properly, when it is a label the GPU Operator or the cloud's GPU nodes act on."""
+    for prefixes, setter in _OPERATOR_LABELS:
+        if key.startswith(prefixes):
+            return setter
+    if prof and key in prof.operator_driver_labels:
+        return "gpuPools[].driver sets it (it turns off the cloud's own device plugin)"
+    if prof and key == prof.autoscaler_gpu_label:
+        return (f"the platform sets it on pools advertising whole GPUs (the {prof.service} Cluster Autoscaler "
+                "waits for their GPUs)")
+    return None
 
 
 def _platform_key(key: str) -> bool:

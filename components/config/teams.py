@@ -6,20 +6,31 @@ from typing import Any
 
 # A module reference, not a name: labels imports the config model, so it may still be initializing here.
 from components.clouds import labels as node_facts
-from components.clouds.profiles import CloudProfile
+from components.clouds.profiles import PROFILES, CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
 from components.config.fabric import AUTO, NONE
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
 from components.config.model import (
-    EGRESS, FABRIC_SIDECAR, POD_SECURITY_LEVELS, PRIORITIES, Gang, GpuPool, Observability, Scheduler, Team, default,
-    pod_security_admits,
+    EGRESS, FABRIC_SIDECAR, POD_SECURITY_LEVELS, PRIORITIES, Gang, GpuPool, Observability, Prometheus, Scheduler, Team,
+    default, pod_security_admits,
 )
 from components.config.training import read_frameworks
+from components.namespaces import PLATFORM_NAMESPACES
+from components.scheduling.framework_catalog import FRAMEWORKS
 from components.scheduling.kinds import KINDS, SCHEDULERS
 
-RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "gpu-operator",
-                       *(k.namespace for k in KINDS.values()), "monitoring", "gpu-platform-system")
+# Kubernetes' own, then every namespace a platform component runs in: a team there shares it with privileged pods.
+RESERVED_NAMESPACES = tuple(dict.fromkeys((
+    "default", "kube-public", "kube-node-lease", *PLATFORM_NAMESPACES,
+    *(k.namespace for k in KINDS.values()), *(f.namespace for f in FRAMEWORKS.values()),
+    *(fabric.namespace for p in PROFILES.values() for fabric in p.fabrics.values()),
+    default(Prometheus, "namespace"),
+)))
+# Built-in groups every identity (system:authenticated), every workload (system:serviceaccounts) or cluster admins
+# (system:masters) are in: a team's RoleBinding would hand them `edit` in its namespace.
+SYSTEM_GROUP_PREFIX = "system:"
+HOST_ACCESS = ("privileged", FABRIC_SIDECAR)  # Pod Security levels whose pods may reach their node's host
 
 
 def read_scheduler(raw: Any, problems: Problems) -> Scheduler:
@@ -83,6 +94,11 @@ def _groups(sec: Section) -> tuple[str, ...]:
     for j, group in enumerate(groups):
         if not group.strip():
             sec.problems.add(join(sec.at("groups"), j), "must not be empty")
+        elif group.startswith(SYSTEM_GROUP_PREFIX):
+            sec.problems.add(join(sec.at("groups"), j),
+                             f"{group!r} is a Kubernetes built-in group: the team's RoleBinding would give everyone "
+                             "in it (every user, every service account or the cluster admins) edit in the team's "
+                             f"namespace; allowed: your identity provider's groups, never {SYSTEM_GROUP_PREFIX}*")
     return tuple(groups)
 
 
@@ -226,6 +242,24 @@ def auto_fabrics_teams_can_use(pool_items: list[Any], pools: list[GpuPool], team
             pool = dataclasses.replace(pool, fabric=NONE)
         resolved.append(pool)
     return resolved
+
+
+def host_access_single_tenant(teams: list[Team], problems: Problems) -> None:
+    """A team whose pods may reach the host (privileged, or fabric-sidecar's host mounts and NET_ADMIN) runs them
+    only on its own pools (tenancy/pool_admission.py); it must be each such pool's single tenant, or it is root on
+    the nodes running another team's pods. A 0 quota counts: it is that team's borrowing reach."""
+    for i, team in enumerate(teams):
+        if team.pod_security not in HOST_ACCESS:
+            continue
+        shared = {pool: [t.name for t in teams if t is not team and pool in t.quotas] for pool in team.quotas}
+        shared = {pool: others for pool, others in shared.items() if others}
+        if shared:
+            where = "; ".join(f"pool {pool!r} with {', '.join(others)}" for pool, others in shared.items())
+            problems.add(join(join("teams", i), "podSecurity"),
+                         f"{team.pod_security} gives this team's pods access to the host of its pools' nodes, but it "
+                         f"shares {where} (teams[].quotas): only a pool's single tenant may run with host access; "
+                         f"allowed here: {', '.join(p for p in POD_SECURITY_LEVELS if p not in HOST_ACCESS)}, or "
+                         "give the pool to this team alone")
 
 
 def fabric_pod_security(pool_items: list[Any], pools: list[GpuPool], teams: list[Team], prof: CloudProfile,

@@ -15,12 +15,13 @@ import pulumi_kubernetes.apps.v1 as apps
 import pulumi_kubernetes.meta.v1 as meta
 from pulumi_kubernetes.apiextensions import CustomResource
 
+from components import namespaces
 from components.clouds.labels import FABRIC_LABEL
 from components.clouds.profiles import Fabric, profile
 from components.config.model import PlatformConfig
 
 API = "networking.gke.io/v1"
-NAMESPACE = "kube-system"
+NAMESPACE = namespaces.KUBE_SYSTEM
 # Upstream's pause image for the installer's long-running container, pinned by digest there.
 PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
 NRI_INJECTOR_IMAGE = ("gcr.io/gke-release/nri-device-injector"

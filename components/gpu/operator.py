@@ -15,9 +15,10 @@ from components.gpu.dcgm import DCGM_CONFIGMAP, DCGM_CSV_KEY, metrics_csv
 from components.gpu.mig import MIG_CONFIG_KEY, MIG_CONFIGMAP, mig_parted_config
 from components.gpu.operands import MIG_DISABLED, operands, operator_shared
 from components.gpu.sharing import DEFAULT_ENTRY, DEVICE_PLUGIN_CONFIGMAP, device_plugin_data
+from components import namespaces
 from components.pins import PINS
 
-NAMESPACE = "gpu-operator"
+NAMESPACE = namespaces.GPU_OPERATOR
 CHART = "gpu-operator"
 CHART_VERSION = PINS[CHART].version
 CHART_REPO = "https://helm.ngc.nvidia.com/nvidia"

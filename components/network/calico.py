@@ -14,6 +14,7 @@ import pulumi
 import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.helm.v3 as helm
 
+from components import namespaces
 from components.pins import PINS
 from components.tenancy.isolation import privileged_namespace_labels
 
@@ -22,7 +23,7 @@ OPERATOR_CHART = "tigera-operator"
 # From v3.32 the operator chart carries no CRDs; this chart installs them (chart README).
 CRD_CHART = "crd.projectcalico.org.v1"
 VERSION = PINS[OPERATOR_CHART].version
-NAMESPACE = "tigera-operator"
+NAMESPACE = namespaces.CALICO
 
 POLICY_ONLY_INSTALLATION: dict[str, Any] = {
     "enabled": True,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components import namespaces
 from components.config.model import FABRIC_SIDECAR, PlatformConfig, Team
 from components.tenancy.fabric_baseline import POLICY_LABEL, policy_name
 
@@ -26,7 +27,7 @@ PSA = "pod-security.kubernetes.io"
 ENFORCED = "baseline"
 AUDITED = "restricted"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace, not forgeable
-DNS_NAMESPACE = "kube-system"
+DNS_NAMESPACE = namespaces.KUBE_SYSTEM
 DNS_POD_LABELS = {"k8s-app": "kube-dns"}  # CoreDNS on EKS, AKS and OKE and kube-dns on GKE all carry it
 # Never reachable as "internet": RFC 1918 and CGNAT (pod, service and node ranges on every cloud), link-local
 # (169.254.169.254 metadata, node credentials), and the IPv6 unique-local and link-local ranges (fd00:ec2::254).

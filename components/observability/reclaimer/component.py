@@ -9,12 +9,13 @@ import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.meta.v1 as meta
 import pulumi_kubernetes.rbac.v1 as rbac
 
+from components import namespaces
 from components.config.model import PlatformConfig
 from components.tenancy.isolation import pod_security_labels
 from components.observability.reclaimer.job import ALERT, KUEUE_API, VOLCANO_BUS_API, VOLCANO_JOB_API
 from components.scheduling.kinds import scheduler_kind
 
-NAMESPACE = "gpu-platform-system"
+NAMESPACE = namespaces.PLATFORM
 NAME = "gpu-reclaimer"
 SCRIPT = Path(__file__).with_name("job.py")
 MOUNT = "/opt/gpu-reclaimer"
