@@ -36,12 +36,23 @@ def commands() -> tuple[Command, ...]:
     return tuple(Command.of(module) for module in (validate, catalog, plan, check, simulate, nccl_test))
 
 
+def package_version() -> str:
+    """The installed distribution's version: the one pip and bug reports name, never a second copy in the code."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gpu-platform")
+    except PackageNotFoundError:
+        return "unknown (run from a checkout that is not installed)"
+
+
 class UsageError(Exception):
     """A command-line mistake: printed as is, exit 2."""
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpu-platform", description=__doc__.split(":")[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     by_name = {command.name: command for command in commands()}
     for command in by_name.values():
@@ -75,6 +86,24 @@ def write_output(text: str, out: str | None) -> None:
             raise UsageError(f"cannot write {out}: {exc.strerror}") from None
     else:
         print(text)
+
+
+WARNING = "warning: "
+
+
+def print_warnings(warnings) -> None:
+    """Every warning on standard error, one line each with the same prefix, whatever the command and its output
+    format: standard output stays the command's result (JSON, SARIF, YAML) and stays parseable."""
+    for warning in warnings:
+        print(f"{WARNING}{warning}", file=sys.stderr)
+
+
+def config_warnings(config) -> list[str]:
+    """What a stack's config is warned about: its own warnings, then exemptions the policy pack will refuse."""
+    from policies import context
+
+    return [*config.warnings, *(f"{issue.path}: {issue.message} (not applied; `check` reports it as a finding)"
+                                for issue in context.for_config(config).exemptions.issues)]
 
 
 def add_stack_arguments(parser: argparse.ArgumentParser) -> None:

@@ -44,13 +44,14 @@ NODE_CLASS_SPEC = {
 
 
 def raw_stack():
-    """azure-prod as a NAP stack can take it: a100-infer without MIG or standing nodes, its quota within reach."""
+    """azure-prod as a NAP stack can take it: a100-infer without MIG or standing nodes, its quota within reach and
+    filling it (12 GPUs on 3 nodes), so no capacity is left unreachable (GPU019)."""
     raw = read_stack_config(STACK)
     cluster = raw["gpu-platform:cluster"]
     pools = copy.deepcopy(raw["gpu-platform:gpuPools"])
     pools[1] = {**pools[1], "minNodes": 0, "sharing": {"mode": "none"}}
     teams = copy.deepcopy(raw["gpu-platform:teams"])
-    teams[1]["quotas"]["a100-infer"] = 8
+    teams[1]["quotas"]["a100-infer"] = 12
     return {"gpu-platform:cluster": {**cluster, "azure": {**cluster["azure"], "provisioner": "nap", "zones": ["1", "2"]}},
             "gpu-platform:gpuPools": pools, "gpu-platform:teams": teams}
 

@@ -396,17 +396,22 @@ def test_unsupported_kubernetes_minor_on_oke_lists_the_offered_ones():
         "'1.30' is not a version OKE offers here; allowed: 1.34, 1.35")
 
 
+def _from_zero_warnings(raw) -> list[str]:
+    """Leaving out what the one team's quota leaves unreachable (warned at teams[].quotas), not the subject here."""
+    return [w for w in validate(raw).warnings if not w.startswith("teams[].quotas.")]
+
+
 def test_mixed_mig_pool_from_zero_warns_on_oke_only():
     raw = _raw()
     raw["gpuPools"] = [{"name": "a100", "instanceType": "BM.GPU.A100-v2.8", "maxNodes": 2,
                         "sharing": {"mode": "mig", "migProfile": "all-balanced"}}]
     raw["teams"] = [{"name": "research", "quotas": {"a100": 8}}]
-    warnings = validate(raw).warnings
+    warnings = _from_zero_warnings(raw)
     assert len(warnings) == 1
     assert warnings[0].startswith("gpuPools[0].minNodes: pool 'a100' starts at 0 nodes but its pods ask for "
                                   "nvidia.com/mig-1g.10gb, nvidia.com/mig-2g.20gb, nvidia.com/mig-3g.40gb")
     raw["gpuPools"][0]["minNodes"] = 1
-    assert validate(raw).warnings == ()
+    assert _from_zero_warnings(raw) == []
     # Time-slicing still advertises nvidia.com/gpu, which the template counts: no warning.
     raw["gpuPools"][0].update(minNodes=0, sharing={"mode": "time-slicing", "replicas": 4})
-    assert validate(raw).warnings == ()
+    assert _from_zero_warnings(raw) == []

@@ -225,10 +225,10 @@ def test_a_plaintext_kubeconfig_in_the_stack_file_is_warned(tmp_path):
                     "    - {name: research, quotas: {h100: 8}}\n")
     outcome, _, out, err = run_cli(["validate", "--file", str(text)])
     assert outcome == "accepted", err
-    assert "pulumi config set --secret" in out
+    assert "warning: cluster.existingKubeconfig: is plain text" in err
     secret = text.read_text().replace("'apiVersion: v1'", "{secure: v1:abc}")
     text.write_text(secret)
-    assert "pulumi config set --secret" not in run_cli(["validate", "--file", str(text)])[2]
+    assert "pulumi config set --secret" not in run_cli(["validate", "--file", str(text)])[3]
 
 
 def test_a_wrong_cloud_still_reports_the_other_problems(raw):
@@ -269,8 +269,8 @@ def test_exemptions_are_reviewed_by_validate_and_plan(tmp_path, expires, fine):
     assert (code == 0) == fine, err
     if not fine:
         assert "policy.exemptions[0].expires" in err
-        plan_out = run_cli(["plan", "--file", str(path)])[2]
-        assert "warning: policy.exemptions[0].expires" in plan_out
+        plan_err = run_cli(["plan", "--file", str(path)])[3]
+        assert "warning: policy.exemptions[0].expires" in plan_err
 
 
 def test_yaml_timestamps_as_exemption_expiry_do_not_crash():

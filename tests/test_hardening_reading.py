@@ -144,3 +144,36 @@ def test_check_plan_with_non_numeric_quantities_is_not_a_traceback(tmp_path, pla
     path.write_text(json.dumps({**plan_json, "resources": resources}))
     outcome, code, _, err = run_cli(["check", "--plan", str(path)])
     assert outcome in ("accepted", "refused"), err
+
+
+@pytest.mark.parametrize("key, expected", [
+    ("gpu-platfrom:teams", "gpu-platfrom:teams: unknown config key: namespace 'gpu-platfrom' is not 'gpu-platform'; "
+                           "did you mean gpu-platform:teams?"),
+    ("gpu_platform:team", "gpu_platform:team: unknown config key: namespace 'gpu_platform' is not 'gpu-platform'; "
+                          "did you mean gpu-platform:teams?"),
+    ("gpu-platform:team", "gpu-platform:team: unknown config key; did you mean gpu-platform:teams? allowed: "),
+])
+def test_a_mistyped_key_is_named_with_the_key_it_likely_meant(tmp_path, key, expected):
+    outcome, code, _, err = _validate(tmp_path, STACK.replace("gpu-platform:teams", key))
+    assert (outcome, code) == ("refused", 2)
+    assert expected in err
+
+
+def test_other_providers_keys_are_left_to_them(tmp_path):
+    outcome, code, _, err = _validate(tmp_path, STACK + "  aws:region: us-east-1\n  kubernetes:context: x\n")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("text, where, what", [
+    (STACK.replace("quotas: {h100: 8}", "quotas: {h100: 8"), "line 8, column 1",
+     "expected ',' or '}', but got the end of the file (in the { mapping that starts on line 7)"),
+    (STACK.replace("  gpu-platform:cloud: aws", "  gpu-platform:cloud: aws\n   region: x"), "line 3, column 10",
+     "a `key: value` is not allowed here"),
+    (STACK.replace("  gpu-platform:cloud", "\tgpu-platform:cloud"), "line 2, column 1",
+     "a tab: YAML indents with spaces only"),
+])
+def test_a_yaml_syntax_error_names_the_file_and_line_in_our_words(tmp_path, text, where, what):
+    outcome, code, _, err = _validate(tmp_path, text)
+    assert (outcome, code) == ("refused", 2)
+    assert f"Pulumi.t.yaml: is not valid YAML: {where}: {what}" in err
+    assert "<unicode string>" not in err and "^" not in err and "Traceback" not in err

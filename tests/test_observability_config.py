@@ -31,7 +31,8 @@ def test_reclaim_settings_are_read(raw):
     assert obs.prometheus.url == "http://prometheus.obs.svc:9090"
     assert obs.slo.pending_minutes == 90
     assert [t.reclaim for t in config.teams] == [False, True]
-    assert config.warnings == ()
+    # The base config leaves capacity unreachable (warned at teams[].quotas); nothing about reclaim is warned.
+    assert [w for w in config.warnings if not w.startswith("teams[].quotas.")] == []
 
 
 @pytest.mark.parametrize("change, path, fragment", [

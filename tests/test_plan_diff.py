@@ -74,10 +74,10 @@ def test_diff_as_json(old_plan, tmp_path, capsys):
 def test_validate_against_a_previous_plan_warns_replaces_pool(old_plan, tmp_path, capsys):
     stack = edited_stack(tmp_path, "instanceType: g6.12xlarge", "instanceType: g6.24xlarge")
     assert main(["validate", "aws-prod", "--file", stack, "--against", str(old_plan)]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
     assert "warning: replaces pool l4-notebooks: aws:eks/nodeGroup:NodeGroup ml-prod-l4-notebooks-nodegroup " \
-           "(instanceTypes)" in out
-    assert out.rstrip().endswith("valid (aws, production, 3 GPU pool(s), 3 team(s))")
+           "(instanceTypes)" in captured.err
+    assert captured.out.rstrip().endswith("valid (aws, production, 3 GPU pool(s), 3 team(s))")
 
 
 @pytest.mark.parametrize("content, message", [

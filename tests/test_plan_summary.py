@@ -41,13 +41,13 @@ def test_summary_comes_first_then_the_tree(capsys, aws_prod):
 def test_every_gpu_pool_with_type_gpus_bounds_capacity_sharing_and_driver_owner(aws_prod):
     rows = section(render_summary(aws_prod), "GPU pools:")
     assert rows[0].split() == ["pool", "instance", "type", "GPUs", "per", "node", "nodes", "capacity", "sharing",
-                               "driver", "fabric"]
+                               "driver", "fabric", "unreachable", "GPUs"]
     assert rows[1].split() == ["a100-infer", "p4de.24xlarge", "8", "x", "A100-80GB", "1-2", "on-demand", "mig",
-                               "all-1g.10gb", "cloud", "image", "none"]
+                               "all-1g.10gb", "cloud", "image", "none", "none"]
     assert rows[2].split() == ["h100-train", "p5.48xlarge", "8", "x", "H100-80GB", "0-4", "on-demand", "none",
-                               "cloud", "image", "efa"]
+                               "cloud", "image", "efa", "8", "GPUs"]
     assert rows[3].split() == ["l4-notebooks", "g6.12xlarge", "4", "x", "L4", "0-4", "spot", "time-slicing", "x4",
-                               "cloud", "image", "none"]
+                               "cloud", "image", "none", "32", "time-slicing", "replicas"]
 
 
 def test_every_team_with_quota_and_queue(aws_prod):
@@ -65,7 +65,34 @@ def test_volcano_queues_and_operator_driver_owner_are_named():
                                          "driver": "operator"}],
               "gpu-platform:teams": [{"name": "research", "quotas": {"a100": 8}}]}
     pools = section(render_summary(plan_stack("gcp-dev", config_overrides=config)), "GPU pools:")
-    assert pools[1].split()[0] == "a100" and pools[1].rstrip().endswith("GPU Operator  none")
+    assert pools[1].split()[0] == "a100" and pools[1].rstrip().endswith("GPU Operator  none    8 GPUs")
+
+
+# What no team's queue can ever use of each pool at maxNodes, per example stack (policies/pool_reach.py).
+UNREACHABLE = {
+    "aws-dev": {"a10g-train": "none", "l4-dev": "none"},
+    "aws-prod": {"a100-infer": "none", "h100-train": "8 GPUs", "l4-notebooks": "32 time-slicing replicas"},
+    "azure-prod": {"a10-spot": "none", "a100-infer": "28 MIG slices", "h100-train": "none"},
+    "gcp-dev": {"l4-infer": "none", "l4-train": "none"},
+    "gcp-prod": {"a100-infer": "none", "h100-train": "none", "l4-spot": "none"},
+    "oci-prod": {"a10-infer": "none", "a10-spot": "none", "a100-infer": "none", "h100-train": "none"},
+}
+
+
+@pytest.mark.parametrize("stack", sorted(UNREACHABLE))
+def test_unreachable_capacity_per_pool_of_every_example_stack(stack):
+    rows = section(render_summary(plan_stack(stack)), "GPU pools:")
+    start = rows[0].index("unreachable GPUs")
+    assert {row.split()[0]: row[start:].strip() for row in rows[1:]} == UNREACHABLE[stack]
+
+
+def test_unreachable_is_unknown_when_the_queues_cannot_be_read(aws_prod):
+    plan = Plan.from_json(json.loads(json.dumps(aws_prod.to_json())))
+    flavor = next(r for r in plan.resources if r.type.endswith(":ResourceFlavor") and r.inputs["metadata"]["name"]
+                  == "h100-train")
+    flavor.inputs["spec"]["nodeLabels"] = {"eks.amazonaws.com/nodegroup": "ml-prod-h100-train"}
+    rows = section(render_summary(plan), "GPU pools:")
+    assert all(row.rstrip().endswith("?") for row in rows[1:])
 
 
 def test_layer_counts_add_up_to_the_plan(aws_prod):

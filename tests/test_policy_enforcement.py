@@ -10,7 +10,7 @@ import pytest
 from gpu_platform.cli import main
 from test_policy_endpoints import entry
 from test_policy_stacks import base_plan
-from policy_fixtures import TODAY, UNKNOWN, assert_undecided, drop, ids, inputs, load, notes, run
+from policy_fixtures import TODAY, UNKNOWN, assert_undecided, drop, ids, inputs, load, new_ids, notes, run
 from policies.rules import RULES
 
 ADDON = "aws:eks/addon:Addon"
@@ -73,7 +73,7 @@ def test_one_changed_field_fails_exactly_gpu016(fixture, change, expected):
     plan = load(fixture)
     change(plan)
     report = run(plan, *(r.id for r in RULES))
-    assert ids(report) == ["GPU016"]
+    assert new_ids(report, fixture) == ["GPU016"]
     assert any(expected in f.message for f in report.findings), [f.message for f in report.findings]
     assert report.exit_code() == 1
 

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from policy_fixtures import UNKNOWN, assert_undecided, drop, ids, inputs, load, notes, resource, run
+from policy_fixtures import KNOWN, UNKNOWN, assert_undecided, drop, ids, inputs, load, new_ids, notes, resource, run
 from policies.rules import RULES
 
 POOL = "gpu-platform:cluster:GpuNodePool"
@@ -127,6 +127,18 @@ def idle_alert_removed(plan):
     inputs(plan, RULE_CR, "gpu-monitoring-alerts")["spec"]["groups"] = [g for g in groups if g["name"] != "gpu-platform.hoarding"]
 
 
+def serving_a100_quota(amount):
+    def change(plan):
+        flavors = inputs(plan, QUEUE, "kueue-queue-serving")["spec"]["resourceGroups"][0]["flavors"]
+        next(f for f in flavors if f["name"] == "a100-infer")["resources"][0]["nominalQuota"] = amount
+    change.__name__ = f"serving_a100_quota_{amount}"
+    return change
+
+
+def volcano_capability_lowered(plan):
+    inputs(plan, VQUEUE, "volcano-queue-alpha")["spec"]["capability"]["nvidia.com/gpu"] = 1
+
+
 # rule, fixture, change, what the message says, resource an exemption names (glob)
 FAILING = [
     ("GPU001", "aws-prod", untaint, "has no nvidia.com/gpu taint", "ml-prod-h100-*"),
@@ -134,7 +146,9 @@ FAILING = [
     ("GPU001", "aws-prod", prefer_no_schedule, "effect PreferNoSchedule", "ml-prod-h100-train-nodegroup"),
     ("GPU002", "aws-prod", second_team_on_time_sliced_pool, "2 teams can use it (applied, research)", "ml-prod-l4-notebooks"),
     ("GPU003", "aws-prod", no_research_quota, "'research' has no ResourceQuota capping requests.nvidia.com/gpu", "research-*"),
-    ("GPU003", "aws-prod", mixed_mig_unquoted, "requests.nvidia.com/mig-1g.10gb, requests.nvidia.com/mig-3g.40gb", "*-namespace"),
+    # The queues still count nvidia.com/gpu on a pool now advertising MIG resources: none of it is reachable.
+    ("GPU003", "aws-prod", mixed_mig_unquoted, "requests.nvidia.com/mig-1g.10gb, requests.nvidia.com/mig-3g.40gb", "*-namespace",
+     {"GPU019"}),
     ("GPU004", "aws-prod", preempting_default, "'gpu-default' has preemptionPolicy PreemptLowerPriority", "priorities-*"),
     ("GPU004", "aws-prod", queue_without_preemption, "'research' sets no preemption.withinClusterQueue", "kueue-queue-research"),
     ("GPU004", "gcp-dev", volcano_queue_unreclaimable, "'alpha' does not set reclaimable", "volcano-queue-alpha"),
@@ -154,6 +168,15 @@ FAILING = [
     ("GPU012", "aws-prod", mps_on_shared_pool, "uses mps and 2 teams can use it", "ml-prod-l4-*"),
     ("GPU013", "gcp-dev", unauthorized_dev_endpoint, "has a public API endpoint without authorized networks",
      "ml-dev-gke-*"),
+    ("GPU019", "aws-prod", serving_a100_quota(50),
+     "pool 'a100-infer' offers 112 MIG slices at maxNodes but the Kueue ClusterQueues can use at most 106: 6 MIG "
+     "slices are unreachable", "ml-prod-a100-infer"),
+    ("GPU019", "aws-prod", serving_a100_quota(64),
+     "pool 'a100-infer' offers 112 MIG slices at maxNodes but the ClusterQueues' nominal quotas on it add up to "
+     "120: 8 MIG slices of nominal quota can never be honoured", "ml-prod-a100-infer"),
+    ("GPU019", "gcp-dev", volcano_capability_lowered,
+     "pool 'l4-train' offers 8 GPUs at maxNodes but the Volcano Queues can use at most 7: 1 GPUs are unreachable",
+     "ml-dev-gke-l4-train"),
 ]
 
 
@@ -164,7 +187,7 @@ def _case_id(case) -> str:
 @pytest.mark.parametrize("fixture", ["aws-prod", "gcp-dev"])
 def test_fixtures_are_compliant(fixture):
     report = run(load(fixture), *(r.id for r in RULES))
-    assert report.findings == []
+    assert ids(report) == KNOWN[fixture] and report.exit_code() == 0
     assert [n for n in report.notes if n.kind == "unknown"] == []
 
 
@@ -175,9 +198,9 @@ def test_one_changed_field_fails_exactly_that_rule(case):
     change(plan)
     report = run(plan, *(r.id for r in RULES))
     # Removing the recording rules also breaks the idle alert built on them.
-    assert set(ids(report)) == {rule, *(also[0] if also else ())}
+    assert set(new_ids(report, fixture)) == {rule, *(also[0] if also else ())}
     assert any(expected in f.message for f in report.findings), [f.message for f in report.findings]
-    advisory = rule in ("GPU009", "GPU012")
+    advisory = rule in ("GPU009", "GPU012", "GPU019")
     assert report.exit_code() == (0 if advisory else 1)
 
 
@@ -187,7 +210,7 @@ def test_exemption_waives_the_finding_and_is_listed(case):
     plan = load(fixture)
     change(plan)
     report = run(plan, rule, exemptions=((rule, glob, LONG_REASON, date(2026, 9, 30)),))
-    assert ids(report) == []
+    assert new_ids(report, fixture) == []
     assert report.waived and all(f.waived_by == "policy.exemptions[0]" for f in report.waived)
     assert {u.rule for u in report.exemptions.used} == {rule}
     assert report.exit_code() == 0
@@ -230,6 +253,7 @@ NOT_APPLICABLE = [
     ("GPU011", "aws-prod", "development", "not a production stack"),
     ("GPU012", "aws-prod", lambda plan: None, "no pool uses mps"),
     ("GPU013", "aws-prod", lambda plan: None, "a production stack: GPU011 holds its endpoint"),
+    ("GPU019", "aws-prod", lambda plan: [drop(plan, t) for t in (POOL, NODE_GROUP)], "no GPU pools"),
 ]
 
 
@@ -272,6 +296,7 @@ UNKNOWN_AT_PREVIEW = [
     ("GPU011", "aws-prod", _unknown("aws:eks/cluster:Cluster", None, "vpcConfig")),
     ("GPU012", "aws-prod", _unknown(QUEUE, "kueue-queue-research", "spec", "resourceGroups")),
     ("GPU013", "gcp-dev", _unknown("gcp:container/cluster:Cluster", None, "masterAuthorizedNetworksConfig")),
+    ("GPU019", "aws-prod", _unknown(QUEUE, "kueue-queue-research", "spec", "resourceGroups")),
 ]
 
 
@@ -312,3 +337,24 @@ def test_gpu_node_pool_outside_the_component_is_still_a_pool():
     plan["resources"].append(stray)
     report = run(plan, "GPU001", "GPU007")
     assert [(f.rule, f.resource) for f in report.findings] == [("GPU001", "stray-gpu")]
+
+
+def test_pool_capacity_of_a_pool_outside_the_component_is_undecided_and_other_pools_still_checked():
+    plan = load("aws-prod")
+    drop(plan, POOL, "ml-prod-h100-train")
+    report = run(plan, "GPU019")
+    assert notes(report, "GPU019", "unknown") == [
+        "ml-prod-h100-train-nodegroup: a GPU node pool outside the GpuNodePool component, whose maxNodes and "
+        "advertised GPU resources the plan does not state"]
+    assert [f.subject for f in report.findings] == ["pool:l4-notebooks"]
+
+
+def test_pool_capacity_through_a_flavor_selecting_an_undeclared_label_is_undecided():
+    plan = load("aws-prod")
+    inputs(plan, "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor", "kueue-flavor-h100-train")["spec"][
+        "nodeLabels"] = {"eks.amazonaws.com/nodegroup": "ml-prod-h100-train"}
+    report = run(plan, "GPU019")
+    assert "ResourceFlavor h100-train selects nodes by eks.amazonaws.com/nodegroup" in \
+        notes(report, "GPU019", "unknown")[0]
+    assert ids(report) == []
+

@@ -91,3 +91,61 @@ def test_volcano_tolerates_more_taints_than_a_kueue_flavor(raw):
 def test_lending_limit_within_every_quota_is_valid(raw):
     raw["teams"][0]["lendingLimit"] = 16
     assert validate(raw).teams[0].lending_limit == 16
+
+
+# --- capacity the quotas leave unreachable, or cannot honour (issue 28) --------------------------------------------
+
+def one_pool(raw: dict, max_nodes: int, teams: list[dict], kind: str = "kueue") -> dict:
+    raw["gpuPools"] = [{"name": "h100-train", "instanceType": "p5.48xlarge", "maxNodes": max_nodes}]
+    raw["teams"] = teams
+    raw["scheduler"] = {"kind": kind}
+    return raw
+
+
+def test_a_team_with_a_quarter_of_a_pool_and_nobody_borrowing_strands_the_rest(raw):
+    one_pool(raw, 8, [{"name": "research", "quotas": {"h100-train": 16}}])
+    message = warnings(raw)["teams[].quotas.h100-train"]
+    assert "offers 64 GPUs at maxNodes 8 but teams can use at most 16: 48 GPUs are unreachable" in message
+    assert "quotas: research 16" in message
+
+
+@pytest.mark.parametrize("kind, reachable", [("kueue", 32), ("volcano", 64)])
+def test_borrowing_reaches_idle_capacity_under_volcano_and_only_lent_quota_under_kueue(raw, kind, reachable):
+    # Kueue borrows only what another queue's nominal quota lends; Volcano grows a queue into idle nodes.
+    one_pool(raw, 8, [{"name": "research", "quotas": {"h100-train": 16}, "borrowingLimit": 48},
+                      {"name": "serving", "quotas": {"h100-train": 16}}], kind)
+    found = warnings(raw)
+    if reachable == 64:
+        assert "teams[].quotas.h100-train" not in found
+    else:
+        assert "can use at most 32: 32 GPUs are unreachable" in found["teams[].quotas.h100-train"]
+        assert "borrowing moves unused quota between teams, it adds none" in found["teams[].quotas.h100-train"]
+
+
+def test_volcano_without_a_cohort_reaches_nominal_quota_only(raw):
+    one_pool(raw, 4, [{"name": "research", "quotas": {"h100-train": 16}}], "volcano")
+    assert "16 GPUs are unreachable" in warnings(raw)["teams[].quotas.h100-train"]
+
+
+def test_unreachable_capacity_is_counted_in_the_pools_units(raw):
+    # a100-infer: two p4de nodes of 8 GPUs in 7 one-slice MIG instances each, 56 of them quota'd.
+    raw["teams"][0]["quotas"]["h100-train"] = 32
+    found = warnings(raw)
+    assert "teams[].quotas.h100-train" not in found
+    assert "offers 112 MIG slices at maxNodes 2 but teams can use at most 56: 56 MIG slices are unreachable" in \
+        found["teams[].quotas.a100-infer"]
+
+
+def test_quotas_a_pool_can_never_honour_are_warned_even_when_overcommit_is_allowed(raw):
+    one_pool(raw, 4, [{"name": "research", "quotas": {"h100-train": 24}},
+                      {"name": "serving", "quotas": {"h100-train": 16}}])
+    raw["scheduler"]["allowOvercommit"] = True
+    message = warnings(raw)["teams[].quotas.h100-train"]
+    assert "add up to 40 GPUs (research 24, serving 16) but pool 'h100-train' offers 32 at maxNodes 4" in message
+    assert "never all be honoured" in message
+
+
+def test_quotas_that_fill_the_pool_exactly_are_not_warned(raw):
+    one_pool(raw, 4, [{"name": "research", "quotas": {"h100-train": 24}},
+                      {"name": "serving", "quotas": {"h100-train": 8}}])
+    assert not [path for path in warnings(raw) if path.startswith("teams[]")]

@@ -1,6 +1,7 @@
 """Reading and validating the `gpu-platform:*` stack config, from Pulumi at run time or from a stack file."""
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -36,15 +37,31 @@ def _strip_secure(value: Any) -> Any:
     return value
 
 
+def _likely(word: str, choices) -> list[str]:
+    return difflib.get_close_matches(word, list(choices), n=1, cutoff=0.8)
+
+
+def _unknown_key(namespace: str, name: str) -> Problem:
+    """A key we do not know, with the one it most likely meant: a typo would otherwise be silently ignored."""
+    meant = _likely(name, TOP_KEYS)
+    if namespace != NAMESPACE:
+        return Problem(f"{namespace}:{name}", f"unknown config key: namespace {namespace!r} is not {NAMESPACE!r}; "
+                                              f"did you mean {NAMESPACE}:{meant[0] if meant else name}?")
+    hint = f"did you mean {NAMESPACE}:{meant[0]}? " if meant else ""
+    return Problem(f"{namespace}:{name}", f"unknown config key; {hint}allowed: {', '.join(TOP_KEYS)}")
+
+
 def split_namespace(config: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
-    """Our keys without their `gpu-platform:` prefix, and problems for keys we do not know."""
+    """Our keys without their `gpu-platform:` prefix, and problems for keys we do not know, including ours under a
+    mistyped namespace (`gpu-platfrom:teams`)."""
     raw, problems = {}, []
     for key, value in config.items():
         namespace, _, name = key.rpartition(":")
-        if namespace not in ("", NAMESPACE):
+        namespace = namespace or NAMESPACE
+        if namespace != NAMESPACE and not _likely(namespace, [NAMESPACE]):
             continue  # other providers' keys (aws:region, ...) are theirs to check
-        if name not in TOP_KEYS:
-            problems.append(Problem(f"{NAMESPACE}:{name}", f"unknown config key; allowed: {', '.join(TOP_KEYS)}"))
+        if namespace != NAMESPACE or name not in TOP_KEYS:
+            problems.append(_unknown_key(namespace, name))
             continue
         raw[name] = value
     return raw, problems

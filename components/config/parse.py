@@ -27,6 +27,7 @@ from components.config.cron import cron_problem
 from components.config.provisioning import (
     nap_checks, provisioner_checks, provisioner_fabrics, provisioner_version_check, queued_checks,
 )
+from components.config.quota_reach import quota_reach_warnings
 from components.config.zonal import per_zone_start_checks
 from policies.exemptions import POLICY_KEYS
 from policies.exemptions import read_policy as read_exemption_policy
@@ -78,6 +79,8 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
         fabric_pod_security(pool_items, pools, teams, prof, problems)
     spot_warnings(pools, production, problems)
     team_quota_rules(pool_items, pools, scheduler, teams, prof, production, problems)
+    if scheduler.kind and not problems.errors:  # reach is only worth reading on otherwise valid pools and teams
+        quota_reach_warnings(pools, scheduler, teams, problems)
     scale_from_zero_warnings(pool_items, pools, prof, problems)
     topology_checks(pool_items, pools, scheduler, teams, prof, problems)
 

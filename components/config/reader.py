@@ -149,13 +149,49 @@ def load_yaml(text: str) -> Any:
         _check_expansion(node)
         value = loader.construct_document(node)
     except yaml.YAMLError as exc:
-        raise ReadError(f"is not valid YAML: {' '.join(str(exc).split())}") from None
+        raise ReadError(f"is not valid YAML: {syntax_error(exc)}") from None
     except RecursionError:
         raise ReadError(f"is nested too deeply (at most {MAX_DEPTH} levels)") from None
     finally:
         loader.dispose()
     check_plain(value)
     return value
+
+
+# PyYAML's phrases and token names, in a reader's words.
+_WORDS = {
+    "mapping values are not allowed here": "a `key: value` is not allowed here (check the indentation, or quote a "
+                                           "value holding ': ')",
+    "found character '\\t' that cannot start any token": "a tab: YAML indents with spaces only",
+    "found unexpected end of stream": "the file ends here",
+    "could not determine a constructor for the tag": "a value may not carry the tag",
+    "<stream end>": "the end of the file", "<document end>": "the end of the document",
+    "<block end>": "the end of an indented block", "<block mapping start>": "an indented mapping",
+    "<block sequence start>": "an indented list", "<scalar>": "a value",
+    "while parsing a flow sequence": "in the [ list", "while parsing a flow mapping": "in the { mapping",
+    "while scanning a quoted scalar": "in the quoted string", "while parsing a block mapping": "in the indented block",
+    "while parsing a block collection": "in the indented block",
+}
+
+
+def syntax_error(exc: yaml.YAMLError) -> str:
+    """Where and what, from PyYAML's marks: `line 5, column 15: ...`, never its dump of the whole parser state
+    (which names the input `<unicode string>` and quotes the source with a caret)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is None or not problem:
+        return " ".join(str(exc).replace('in "<unicode string>", ', "").split())
+    text = f"line {mark.line + 1}, column {mark.column + 1}: {_in_words(problem)}"
+    context, context_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context and context_mark is not None and context_mark.line != mark.line:
+        text += f" ({_in_words(context)} that starts on line {context_mark.line + 1})"
+    return text
+
+
+def _in_words(phrase: str) -> str:
+    for theirs, ours in _WORDS.items():
+        phrase = phrase.replace(f"'{theirs}'", ours).replace(theirs, ours)
+    return phrase
 
 
 def check_plain(value: Any, path: str = "") -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpu_platform.cli import UsageError, add_stack_arguments, write_output
+from gpu_platform.cli import UsageError, add_stack_arguments, config_warnings, print_warnings, write_output
 from gpu_platform.policy.findings import FAIL_ON
 from gpu_platform.policy.output import FORMATS
 
@@ -43,6 +43,7 @@ def run(args) -> int:
         if args.exemptions:
             raise UsageError("--exemptions is for --plan; a stack's exemptions are its `gpu-platform:policy`")
         plan = plan_stack(args.stack, args.file)
+        print_warnings(config_warnings(plan.config))
         report = check(plan, context.for_config(plan.config))
     write_output(render(report, RULES, args.format, args.fail_on), args.out)
     return report.exit_code(args.fail_on)

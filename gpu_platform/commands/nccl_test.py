@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import yaml
 
-from gpu_platform.cli import UsageError, add_stack_arguments, write_output
+from gpu_platform.cli import UsageError, add_stack_arguments, config_warnings, print_warnings, write_output
 
 
 def add_parser(subparsers) -> None:
@@ -23,6 +23,7 @@ def run(args) -> int:
     from gpu_platform.nccl_manifest import ManifestError, manifest, pick_team, ssh_key_pair
 
     _, path, _, config = validate_stack(args.stack, args.file)
+    print_warnings(config_warnings(config))
     pool = next((p for p in config.gpu_pools if p.name == args.pool), None)
     if pool is None:
         raise UsageError(f"--pool {args.pool!r} is not a GPU pool of {path.name}; pools: "

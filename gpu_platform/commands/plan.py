@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from gpu_platform.cli import UsageError, add_stack_arguments, write_output
+from gpu_platform.cli import UsageError, add_stack_arguments, config_warnings, print_warnings, write_output
 from gpu_platform.engine.plan import Plan
 
 # `plan --diff` exit code when the change replaces or deletes a resource, so CI can stop destructive changes.
@@ -32,6 +32,7 @@ def run(args) -> int:
         except PlanFileError as exc:
             raise UsageError(f"--diff {exc}") from None
     plan = plan_stack(args.stack, args.file)
+    print_warnings(config_warnings(plan.config))
     if old is not None:
         try:
             same_stack(old, plan, args.diff)
@@ -64,11 +65,4 @@ def render_tree(plan: Plan) -> str:
 
     for root in sorted({r.parent for r in plan.resources if r.parent not in urns}):
         walk(root, 1)
-    for warning in plan.warnings:
-        lines.append(f"warning: {warning}")
-    if plan.config is not None:
-        from policies import context
-
-        for issue in context.for_config(plan.config).exemptions.issues:
-            lines.append(f"warning: {issue.path}: {issue.message} (not applied; `check` reports it as a finding)")
     return "\n".join(lines)

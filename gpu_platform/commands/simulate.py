@@ -5,7 +5,7 @@ import sys
 import time
 from pathlib import Path
 
-from gpu_platform.cli import USAGE_ERROR, UsageError, add_stack_arguments, write_output
+from gpu_platform.cli import USAGE_ERROR, UsageError, add_stack_arguments, config_warnings, print_warnings, write_output
 
 BASELINES = ("static", "no-gang", "none")
 # A run that takes longer than this says how far it is, on standard error, at most this often.
@@ -119,6 +119,7 @@ def _run(args) -> int:
         from gpu_platform.engine import plan_stack
 
         plan = plan_stack(args.stack, args.file)
+        print_warnings(config_warnings(plan.config))
     model = load_model(plan)
     model = model.with_nodes(_nodes(args.nodes))
     if args.placement:

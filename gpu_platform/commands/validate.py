@@ -2,7 +2,7 @@
 also warn about what the change replaces against a previous plan."""
 from __future__ import annotations
 
-from gpu_platform.cli import UsageError, add_stack_arguments
+from gpu_platform.cli import UsageError, add_stack_arguments, print_warnings
 
 
 def add_parser(subparsers) -> None:
@@ -37,8 +37,7 @@ def run(args) -> int:
     issues = context.for_config(config).exemptions.issues
     if issues:
         raise ConfigError([Problem(i.path, i.message) for i in issues], str(path))
-    for warning in config.warnings:
-        print(f"warning: {warning}")
+    print_warnings(config.warnings)
     if old is not None:
         from gpu_platform.engine.diff import diff_plans, same_stack
 
@@ -46,8 +45,7 @@ def run(args) -> int:
             same_stack(old, new, args.against)
         except PlanFileError as exc:
             raise UsageError(f"--against {exc}") from None
-        for warning in diff_plans(old, new).warnings():
-            print(f"warning: {warning}")
+        print_warnings(diff_plans(old, new).warnings())
     print(f"{path}: valid ({config.cloud}, {config.environment}, {len(config.gpu_pools)} GPU pool(s), "
           f"{len(config.teams)} team(s))")
     return 0

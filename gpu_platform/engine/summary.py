@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pulumi_policy.proxy import UnknownValueError
+
 from components.scheduling.kinds import KINDS
 from gpu_platform.engine.plan import Plan, PlannedResource
+from policies.pool_reach import PoolReach, pool_reach
 
 POOL_TYPE = "gpu-platform:cluster:GpuNodePool"
 TEAM_TYPE = "gpu-platform:tenancy:Team"
@@ -55,13 +58,31 @@ def _sharing(sharing: dict[str, Any]) -> str:
 
 
 def pool_rows(plan: Plan) -> list[list[str]]:
+    reach = _reach(plan)
     rows = []
     for pool in plan.of_type(POOL_TYPE):
         p = pool.inputs
         rows.append([p["poolName"], p["instanceType"], f"{_num(p['gpusPerNode'])} x {p['gpuModel']}",
                      f"{_num(p['minNodes'])}-{_num(p['maxNodes'])}", p["capacityType"], _sharing(p["sharing"]),
-                     DRIVER_OWNERS.get(p["driver"], p["driver"]), _fabric(p)])
+                     DRIVER_OWNERS.get(p["driver"], p["driver"]), _fabric(p), _unreachable(reach, p["poolName"])])
     return rows
+
+
+def _reach(plan: Plan) -> dict[str, PoolReach] | None:
+    """Each pool's reach through the planned queues (policies/pool_reach.py, as GPU019 reads it); None when the
+    plan does not say."""
+    try:
+        return pool_reach((r.type, r.inputs) for r in plan.resources)
+    except UnknownValueError:
+        return None
+
+
+def _unreachable(reach: dict[str, PoolReach] | None, pool: str) -> str:
+    """What no team's queue can ever use of the pool at maxNodes, in its units: `none`, or `?` when unreadable."""
+    found = (reach or {}).get(pool)
+    if found is None:
+        return "?" if reach is None else "-"  # "-": no queues planned, so nothing to reach through
+    return f"{found.unreachable} {found.unit}" if found.unreachable else "none"
 
 
 def _fabric(pool: dict[str, Any]) -> str:
@@ -112,8 +133,8 @@ def render_summary(plan: Plan) -> str:
                     [[layer, str(c), str(r)] for layer, (c, r) in layer_counts(plan).items()])
     pools = pool_rows(plan)
     lines += ["", "GPU pools:"]
-    lines += _table(["pool", "instance type", "GPUs per node", "nodes", "capacity", "sharing", "driver", "fabric"],
-                    pools) \
+    lines += _table(["pool", "instance type", "GPUs per node", "nodes", "capacity", "sharing", "driver", "fabric",
+                     "unreachable GPUs"], pools) \
         if pools else ["  none (adopted cluster: pools are the cluster's own)"]
     teams = team_rows(plan)
     lines += ["", "teams:"]
