@@ -6,13 +6,18 @@ where the preemption oracle finds targets is a Preempt (with those targets: recl
 its own queue, then not borrowing afterwards, then flavor order), else the first the job could ever fit is
 a Preempt without targets (it holds quota back for the cycle). As in fitsResourceQuota, preemption is only
 considered for a request within the flavor's nominal quota, unless the queue may preempt while borrowing
-(borrowWithinCohort, or fair sharing with reclaimWithinCohort); otherwise the flavor is NoFit.
+(borrowWithinCohort, or fair sharing with reclaimWithinCohort); otherwise the flavor is NoFit. On a topology-aware
+flavor a Fit also needs a TAS assignment (tas.py); without one the flavor is NoFit (preemption to free a domain is
+not modelled: targets are chosen by quota).
 """
 from __future__ import annotations
 
-from gpu_platform.simulator.engine import Job
+from gpu_platform.simulator.engine import Job, pods_for
+from gpu_platform.simulator.kueue import tas
 from gpu_platform.simulator.kueue.preemption import NO_SHORTFALL, Preemptor, Target
 from gpu_platform.simulator.kueue.quota import CQ
+
+ANYWHERE = ()  # no topology assignment: the flavor is not topology-aware, kube-scheduler places the pods
 
 FIT, PREEMPT = 1, 2  # Kueue's FlavorAssignmentMode (NoFit is None here)
 
@@ -30,6 +35,11 @@ class Entry:
 class FlavorAssigner(Preemptor):
     """Assigns flavors, asking the preemptor when a head fits nowhere as is."""
 
+    def __init__(self, sim):
+        super().__init__(sim)
+        self._tas_cache: dict[tuple[str, str], tuple | None] = {}
+        self._tas_short = False  # the last evaluation found quota but no topology domain on some flavor
+
     def _flavors(self, cq: CQ, job: Job) -> list[tuple[str, str]]:
         frs = []
         for flavor in cq.spec.flavors_for(job.resource):
@@ -37,6 +47,32 @@ class FlavorAssigner(Preemptor):
             if job.pools is None or pool in job.pools or flavor in job.pools:
                 frs.append((flavor, job.resource))
         return frs
+
+    def _tas(self, fr: tuple[str, str]) -> tuple | None:
+        """(node group, nodes per domain, request) of a topology-aware flavor resource, else None."""
+        if fr not in self._tas_cache:
+            found = self.sim.model.tas(fr[0])
+            group = self.sim.groups.get((self.sim.flavor_pool(fr[0]), fr[1])) if found else None
+            self._tas_cache[fr] = (group, *found) if group is not None else None
+        return self._tas_cache[fr]
+
+    def _tas_nodes(self, fr: tuple[str, str], job: Job) -> list[int] | tuple | None:
+        """The node of each pod as TAS assigns them now; ANYWHERE off TAS; None when no domain holds the gang."""
+        found = self._tas(fr)
+        if found is None:
+            return ANYWHERE
+        group, domain_nodes, request = found
+        pods = pods_for(job.units, group.cap)
+        return tas.assign(group.free, pods[0], len(pods), domain_nodes, request)
+
+    def _tas_most(self, fr: tuple[str, str], job: Job) -> int | None:
+        """The most units one TAS admission of this job's pod size can ever get on fr (None off TAS)."""
+        found = self._tas(fr)
+        if found is None:
+            return None
+        group, domain_nodes, request = found
+        size = pods_for(job.units, group.cap)[0]
+        return tas.largest_domain(group.nodes, group.cap // size, domain_nodes, request) * size
 
     def _may_preempt_while_borrowing(self, cq: CQ) -> bool:
         """Kueue's canPreemptWhileBorrowing: borrowWithinCohort, or fair sharing with reclaimWithinCohort."""
@@ -47,13 +83,17 @@ class FlavorAssigner(Preemptor):
     def _evaluate(self, cq: CQ, job: Job) -> Entry | None:
         """Flavor assignment: the first flavor where the job fits, else the first where preemption makes room."""
         self._last_short = NO_SHORTFALL
+        self._tas_short = False
         units = job.units
         preemptible = []
         for fr in cq.frs[job.bucket]:
             if units > self.potential(cq, fr):
                 continue
             if units <= self.available(cq, fr):
-                return Entry(cq, job, FIT, fr, cq.usage[fr] + units > cq.nominal[fr])
+                if self._tas_nodes(fr, job) is not None:
+                    return Entry(cq, job, FIT, fr, cq.usage[fr] + units > cq.nominal[fr])
+                self._tas_short = True
+                continue  # quota fits, no topology domain holds the gang: NoFit on this flavor
             if units <= cq.nominal[fr] or self._may_preempt_while_borrowing(cq):
                 preemptible.append(fr)
             # else NoFit: fitsResourceQuota looks for targets only for a request within nominal quota
