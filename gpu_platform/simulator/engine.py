@@ -194,6 +194,7 @@ class SimResult:
     cycles: int
     checks: dict[str, int] = field(default_factory=dict)
     livelock: Livelock | None = None  # set when the run was stopped for making no progress
+    never_admittable: list = field(default_factory=list)  # scheduler.Blocked, for jobs no admission can take
 
 
 @dataclass
@@ -643,7 +644,8 @@ class Simulation:
             idle_pending_gpu_s=self.idle_area, preemptions=self.preemptions,
             group_peaks={f"{g.pool}/{g.resource}": (g.peak_used, g.capacity) for g in self.groups.values()},
             groups=groups,
-            stalled=stalled, cycles=self.cycles, checks=self.checks, livelock=self.livelock)
+            stalled=stalled, cycles=self.cycles, checks=self.checks, livelock=self.livelock,
+            never_admittable=self.scheduler.never_admittable())
 
 
 def build_jobs(model: Model, trace, default_pool: str | None = None) -> list[Job]:

@@ -190,7 +190,11 @@ class Model:
 
     def with_tas(self, domain_nodes: dict[str, int], request: str | None = None) -> "Model":
         """TAS domain sizes per pool (`--topology-blocks pool=N`) and the jobs' topology request (`--tas-request`)."""
+        tas_pools = sorted({f.pool for f in self.flavors.values() if f.topology and f.pool})
         for pool, size in domain_nodes.items():
+            if pool not in tas_pools:
+                raise SimulationError(f"--topology-blocks names pool(s) without a topology-aware flavor: {pool}; "
+                                      f"such pools: {', '.join(tas_pools) or '(none)'}")
             if size < 1:
                 raise SimulationError(f"--topology-blocks {pool}={size}: a block holds at least one node")
         return replace(self, tas_domain_nodes={**self.tas_domain_nodes, **domain_nodes},

@@ -27,7 +27,7 @@ from gpu_platform.simulator.engine import ADMITTED, EVICTING, QUEUED, RUNNING, J
 from gpu_platform.simulator.kueue.flavors import ANYWHERE, FIT, PREEMPT, Entry, FlavorAssigner
 from gpu_platform.simulator.kueue.preemption import Target
 from gpu_platform.simulator.kueue.quota import CQ, Failure, Pending
-from gpu_platform.simulator.scheduler import register
+from gpu_platform.simulator.scheduler import Blocked, register
 
 
 class Waiting(NamedTuple):
@@ -60,6 +60,9 @@ class KueueScheduler(FlavorAssigner):
         # (kueue#13797), so a borrower cannot take it back between two targets' evictions.
         self.waiting: dict[CQ, Waiting] = {}
         self.held: dict[tuple[int, tuple[str, str]], int] = {}  # this cycle's holds per cohort and resource
+        # Jobs no admission can ever take, reported up front; they still queue, as they would in Kueue.
+        self.blocked: list[Blocked] = []
+        self._limits_cache: dict[CQ, dict[tuple, tuple | None]] = {}
         self.in_hand: Entry | None = None  # blockAdmission: the fitting entry the cycle waits on for readiness
 
     # ---- engine hooks -----------------------------------------------------------------------------------------
@@ -77,6 +80,11 @@ class KueueScheduler(FlavorAssigner):
                 self._frs_cache[key] = (self._flavors(cq, job), self.sim.candidate_groups(cq.spec, job.resource,
                                                                                            job.pools))
             cq.frs[job.bucket], job.cand_groups = self._frs_cache[key]
+            if job.bucket not in self._limits_cache.setdefault(cq, {}):
+                self._limits_cache[cq][job.bucket] = self.limits(cq, job)
+            limits = self._limits_cache[cq][job.bucket]
+            if limits:
+                self.blocked.append(Blocked(job, limits))
         heap = cq.buckets.get(job.bucket)
         if heap is None:
             heap = cq.buckets[job.bucket] = []
@@ -86,6 +94,9 @@ class KueueScheduler(FlavorAssigner):
         if heap[0] is entry:
             cq.fails.pop(job.bucket, None)
         self.dirty.add(cq)
+
+    def never_admittable(self) -> list[Blocked]:
+        return self.blocked
 
     def started(self, job: Job, t: float) -> None:
         if self.block:

@@ -16,6 +16,7 @@ from gpu_platform.simulator.engine import Job, pods_for
 from gpu_platform.simulator.kueue import tas
 from gpu_platform.simulator.kueue.preemption import NO_SHORTFALL, Preemptor, Target
 from gpu_platform.simulator.kueue.quota import CQ
+from gpu_platform.simulator.scheduler import Limit
 
 ANYWHERE = ()  # no topology assignment: the flavor is not topology-aware, kube-scheduler places the pods
 
@@ -73,6 +74,48 @@ class FlavorAssigner(Preemptor):
         group, domain_nodes, request = found
         size = pods_for(job.units, group.cap)[0]
         return tas.largest_domain(group.nodes, group.cap // size, domain_nodes, request) * size
+
+    def limits(self, cq: CQ, job: Job) -> tuple[Limit, ...] | None:
+        """What keeps the job off each flavor it may use for good, or None when some flavor could admit it."""
+        frs = cq.frs[job.bucket]
+        if not frs:
+            where = f" on {', '.join(job.pools)}" if job.pools else ""
+            return (Limit("", "flavor", None, f"no flavor of ClusterQueue {cq.name} offers {job.resource}{where}"),)
+        limits = []
+        for fr in frs:
+            limit = self._limit(cq, job, fr)
+            if limit is None:
+                return None
+            limits.append(limit)
+        return tuple(limits)
+
+    def _limit(self, cq: CQ, job: Job, fr: tuple[str, str]) -> Limit | None:
+        """The first of quota, pool size and topology that keeps the job off `fr` whatever else runs."""
+        (flavor, res), units = fr, job.units
+        most = self.potential(cq, fr)
+        if units > most:
+            quota = cq.spec.quotas[fr]
+            if cq.group.real:
+                borrowing = "none" if quota.borrowing_limit is None else quota.borrowing_limit
+                why = (f"nominalQuota {quota.nominal}, borrowingLimit {borrowing}, cohort {cq.group.name} shares "
+                       f"{cq.group.lendable[fr]} in all")
+            else:
+                why = f"nominalQuota {quota.nominal}, no cohort"
+            return Limit(flavor, "quota", most, f"{flavor}: ClusterQueue {cq.name} may hold at most {most} {res} ({why})")
+        group = self.sim.groups.get((self.sim.flavor_pool(flavor), res))
+        if group is not None:
+            size = pods_for(units, group.cap)[0]
+            offer = group.nodes * (group.cap // size) * size
+            if units > offer:
+                return Limit(flavor, "pool", offer, f"{flavor}: pool {group.pool} holds at most {offer} {res} in "
+                                                    f"{size}-unit pods on {group.nodes} nodes (maxNodes, or --nodes)")
+        domain = self._tas_most(fr, job)
+        if domain is not None and units > domain:
+            _, domain_nodes, request = self._tas(fr)
+            return Limit(flavor, "topology", domain,
+                         f"{flavor}: its largest topology domain holds {domain} {res} ({request} request, "
+                         f"{domain_nodes} nodes per domain: --topology-blocks, --tas-request)")
+        return None
 
     def _may_preempt_while_borrowing(self, cq: CQ) -> bool:
         """Kueue's canPreemptWhileBorrowing: borrowWithinCohort, or fair sharing with reclaimWithinCohort."""
