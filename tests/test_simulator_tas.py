@@ -87,3 +87,19 @@ def test_hosts_only_topology_places_unconstrained():
 ])
 def test_assignment_follows_kueue_best_fit_and_least_free_capacity(free, size, count, mode, expected):
     assert assign(free, size, count, 2, mode) == expected
+
+
+def test_preemption_targets_must_leave_a_domain_for_the_gang():
+    # a1 (a) and b1 fill block 0, b2 and b3 block 1; b borrows 8 of a's nominal 16. A (a, 16) reclaims by quota,
+    # and the minimal target is b3, the most recently admitted: evicting it frees node 3 alone, no whole block, so
+    # Kueue's TAS check with the target gone fails and nothing is evicted (else b3 would be evicted and readmitted
+    # again and again). A starts when b1 ends and block 0 is free.
+    plan = kueue_plan({"p": (4, {"nvidia.com/gpu": 8}, 8)}, {"a": cq({"p": 16}, reclaim="Any"), "b": cq({"p": 16})})
+    for res in plan["resources"]:
+        if res["type"].endswith(":ResourceFlavor"):
+            res["inputs"]["spec"]["topologyName"] = "gpu-network"
+    trace = [("a1", "a", 0, 100, 8), ("b1", "b", 0, 200, 8), ("b2", "b", 0, 1000, 8), ("b3", "b", 0, 1000, 8),
+             ("A", "a", 10, 50, 16)]
+    result, jobs = run(load_model(plan).with_tas({"p": 2}), trace)
+    assert result.preemptions == [] and result.livelock is None
+    assert jobs["A"].first_start == 200

@@ -7,8 +7,8 @@ its own queue, then not borrowing afterwards, then flavor order), else the first
 a Preempt without targets (it holds quota back for the cycle). As in fitsResourceQuota, preemption is only
 considered for a request within the flavor's nominal quota, unless the queue may preempt while borrowing
 (borrowWithinCohort, or fair sharing with reclaimWithinCohort); otherwise the flavor is NoFit. On a topology-aware
-flavor a Fit also needs a TAS assignment (tas.py); without one the flavor is NoFit (preemption to free a domain is
-not modelled: targets are chosen by quota).
+flavor a Fit also needs a TAS assignment (tas.py); without one the flavor is NoFit (Kueue would look for targets that
+free a domain: not modelled), and preemption targets, chosen by quota, count only if their nodes then hold the gang.
 """
 from __future__ import annotations
 
@@ -65,6 +65,20 @@ class FlavorAssigner(Preemptor):
         group, domain_nodes, request = found
         pods = pods_for(job.units, group.cap)
         return tas.assign(group.free, pods[0], len(pods), domain_nodes, request)
+
+    def _tas_fits_without(self, fr: tuple[str, str], job: Job, targets: list[Target]) -> bool:
+        """Whether TAS can place the job once the targets' pods are gone (always, off TAS)."""
+        found = self._tas(fr)
+        if found is None:
+            return True
+        group, domain_nodes, request = found
+        free = list(group.free)
+        for w, _ in targets:
+            if w.group is group:
+                for node, size in w.bound:
+                    free[node] += size
+        pods = pods_for(job.units, group.cap)
+        return tas.assign(free, pods[0], len(pods), domain_nodes, request) is not None
 
     def _tas_most(self, fr: tuple[str, str], job: Job) -> int | None:
         """The most units one TAS admission of this job's pod size can ever get on fr (None off TAS)."""
@@ -146,6 +160,10 @@ class FlavorAssigner(Preemptor):
         best, best_key = None, None
         for fr in preemptible:
             targets = self._targets(cq, job, fr)
+            if targets and not self._tas_fits_without(fr, job, targets):
+                # Kueue recomputes the TAS assignment with the targets gone (scheduler.go); targets chosen by quota
+                # whose nodes leave no domain for the gang would be evicted for nothing, again and again.
+                targets = []
             if targets:
                 own = sum(w.units for w, _ in targets if w.queue == cq.name)
                 key = (own > 0, cq.usage[fr] - own + units > cq.nominal[fr])
