@@ -11,7 +11,7 @@ BASELINES = ("static", "no-gang", "none")
 # A run that takes longer than this says how far it is, on standard error, at most this often.
 PROGRESS_AFTER_S = 2.0
 TRACE_FORMATS = ("csv", "gavel", "synthetic")
-TAS_REQUESTS = ("required", "preferred", "implied")  # kueue/tas.py REQUESTS, without importing the simulator here
+TAS_REQUESTS = ("required", "preferred", "implied")  # model.TAS_REQUESTS, without importing the simulator here
 
 
 def add_parser(subparsers) -> None:

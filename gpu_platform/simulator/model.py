@@ -37,6 +37,7 @@ UNLIMITED = None
 # one leaf).
 TAS_DOMAIN_NODES = 4
 HOSTS_TOPOLOGY = "gpu-hosts"
+TAS_REQUESTS = ("required", "preferred", "implied")  # the topology annotations kueue/tas.py places by
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,8 @@ class Model:
                                       f"such pools: {', '.join(tas_pools) or '(none)'}")
             if size < 1:
                 raise SimulationError(f"--topology-blocks {pool}={size}: a block holds at least one node")
+        if request is not None and request not in TAS_REQUESTS:
+            raise SimulationError(f"--tas-request {request!r}: allowed: {', '.join(TAS_REQUESTS)}")
         return replace(self, tas_domain_nodes={**self.tas_domain_nodes, **domain_nodes},
                        tas_request=request or self.tas_request)
 

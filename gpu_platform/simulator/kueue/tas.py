@@ -19,8 +19,6 @@ Inside the chosen blocks, pods go to hosts largest free first with best fit for 
 """
 from __future__ import annotations
 
-REQUESTS = ("required", "preferred", "implied")
-
 
 def _take(caps: list[tuple[int, int]], need: int) -> list[tuple[int, int]] | None:
     """BestFit over domains given as (pods it holds, index): largest first, and once one domain can hold the rest,
