@@ -78,3 +78,22 @@ def test_reported_in_json_and_table(tmp_path):
     assert "  of which never admittable (listed below)" in table
     assert ("never admittable in the stack run (1 jobs; they stay pending):\n"
             "  job quota (team q, 32 nvidia.com/gpu): p: ClusterQueue q may hold at most 24") in table
+
+
+def test_cli_block_size_and_request_reach_the_replay(tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan()))
+    trace = tmp_path / "trace.csv"
+    trace.write_text("job_id,team,submit_s,duration_s,gpus,pool\ng,q,0,10,24,t\n")
+
+    def never(*extra):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert cli.main(["simulate", "--plan", str(path), "--trace", str(trace), "--format", "json",
+                             "--baseline", "none", *extra]) == 0
+        report = json.loads(out.getvalue())
+        return [lim["limit"] for item in report["never_admittable"] for lim in item["limits"]], report["tas"]["t"]
+
+    assert never() == ([], {"flavor": "t", "topology": "gpu-network", "domain_nodes": 4, "request": "required"})
+    assert never("--topology-blocks", "t=2")[0] == ["topology"]
+    assert never("--topology-blocks", "t=2", "--tas-request", "preferred")[0] == []
