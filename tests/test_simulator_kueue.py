@@ -165,6 +165,28 @@ def test_gang_with_block_admission_runs_all_or_nothing():
     assert all(j.state == DONE for j in jobs.values()) and result.preemptions == []
 
 
+def test_block_admission_admits_the_entry_in_hand_once_ready():
+    # One 8-GPU node, quota 24. x runs 0-100; a is admitted at 1 but its pod waits for x's node, so a is not ready.
+    # Kueue's cycle at 2 nominates b, which fits, and waits on it (waitForPodsReadyIfNeeded) until a is ready at
+    # 100, then admits b: c (priority 10, arrived at 50 while the scheduler waited) comes after b, though it would
+    # head the queue if the cycle were run again. b runs after a (200), c after b (300).
+    m = model({"q": cq({"p": 24}, cohort=None)}, pools={"p": (1, {"nvidia.com/gpu": 8}, 8)},
+              pods_ready={"timeout": "10m", "blockAdmission": True})
+    _, jobs = run(m, [("x", "q", 0, 100, 8), ("a", "q", 1, 100, 8), ("b", "q", 2, 100, 8),
+                      ("c", "q", 50, 100, 8, None, 10)])
+    assert [jobs[n].admit_t for n in "xabc"] == [0, 1, 100, 200]
+    assert starts(jobs, "xabc") == [0, 100, 200, 300]
+
+
+def test_equal_entries_of_two_queues_go_in_submission_order():
+    # Kueue's classical iterator: not borrowing first, then priority, then the queue-order timestamp; equal
+    # timestamps are left in no defined order (an unstable sort), which the simulator fixes as submission order.
+    # a and b arrive together, each within its nominal quota: a (first in the trace) takes the shared node first.
+    m = model({"a": cq({"p": 8}), "b": cq({"p": 8})}, pools={"p": (1, {"nvidia.com/gpu": 8}, 8)})
+    _, jobs = run(m, [("ja", "a", 0, 100, 8), ("jb", "b", 0, 100, 8)])
+    assert starts(jobs, ["ja", "jb"]) == [0, 100]
+
+
 def test_mig_slices_and_shared_replicas_are_their_own_resources():
     # One A100 node in a mixed MIG layout (32 x 1g, 8 x 3g) and one L4 node time-sliced 4 ways (16 replicas).
     pools = {"a100": (1, {"nvidia.com/mig-1g.10gb": 32, "nvidia.com/mig-3g.40gb": 8}, 8),

@@ -11,6 +11,7 @@ BASELINES = ("static", "no-gang", "none")
 # A run that takes longer than this says how far it is, on standard error, at most this often.
 PROGRESS_AFTER_S = 2.0
 TRACE_FORMATS = ("csv", "gavel", "synthetic")
+TAS_REQUESTS = ("required", "preferred", "implied")  # model.TAS_REQUESTS, without importing the simulator here
 
 
 def add_parser(subparsers) -> None:
@@ -41,7 +42,12 @@ def add_parser(subparsers) -> None:
                         help="also compare Kueue topology-aware placement (one block per gang) with none, on the "
                              "pools whose flavor has a Topology (table and json formats)")
     parser.add_argument("--topology-blocks", action="append", default=[], metavar="POOL=N",
-                        help="nodes per network block of a topology-aware pool (repeatable; implies --topology)")
+                        help="nodes per network block (TAS domain) of a topology-aware pool, for the replay and the "
+                             "comparison (repeatable; default 4; implies --topology)")
+    parser.add_argument("--tas-request", choices=TAS_REQUESTS, default="required",
+                        help="the Kueue topology annotation trace jobs on topology-aware pools carry: "
+                             "podset-required-topology or -preferred-topology at the block level, or none "
+                             "(implied); default required")
 
 
 MAX_NODES = 10_000  # per pool: ten times any cloud's node pool limit, and the simulator keeps state per node
@@ -122,6 +128,8 @@ def _run(args) -> int:
         print_warnings(config_warnings(plan.config))
     model = load_model(plan)
     model = model.with_nodes(_nodes(args.nodes))
+    blocks = _nodes(args.topology_blocks, "--topology-blocks")
+    model = model.with_tas(blocks, args.tas_request)
     if args.placement:
         model = model.with_placement(args.placement)
     fmt = _trace_format(args)
@@ -148,12 +156,16 @@ def _run(args) -> int:
             "seed": args.seed, "placement": model.placement, "gang": model.gang.enabled,
             "fair_sharing": model.fair_sharing, "nodes": {name: pool.nodes for name, pool in model.pools.items()},
             "warnings": list(model.warnings)}
+    tas = {f.pool: {"flavor": f.name, "topology": f.topology, "domain_nodes": model.tas(f.name)[0],
+                    "request": model.tas(f.name)[1]} for f in model.flavors.values() if model.tas(f.name)}
+    if tas:  # the assumptions the replay's topology-aware admission rests on
+        meta["tas"] = tas
     report = build_report(result, baseline, meta)
     placement = None
     if args.topology or args.topology_blocks:
         from gpu_platform.simulator import topology
 
-        pools = topology.tas_pools(plan, model, _nodes(args.topology_blocks, "--topology-blocks"))
+        pools = topology.tas_pools(plan, model, blocks)
         placement = topology.compare(pools, trace, args.pool)
         report["topology"] = placement
     if args.format == "json":

@@ -194,6 +194,7 @@ class SimResult:
     cycles: int
     checks: dict[str, int] = field(default_factory=dict)
     livelock: Livelock | None = None  # set when the run was stopped for making no progress
+    never_admittable: list = field(default_factory=list)  # scheduler.Blocked, for jobs no admission can take
 
 
 @dataclass
@@ -367,13 +368,15 @@ class Simulation:
         self.scheduler.submit(job, t)
         self._demand(job, +1)
 
-    def admit(self, job: Job, flavor: str, group: NodeGroup | None, t: float, place_now: bool = False) -> None:
+    def admit(self, job: Job, flavor: str, group: NodeGroup | None, t: float, place_now: bool = False,
+              nodes: list[int] | None = None) -> None:
         """Reserve quota and create the pods; called by the scheduler.
 
         `group` is where the pods go (None: a flavor without nodes, so the job starts at once). Pods are bound
         in kube-scheduler order as room appears: after the cycle, so the pods of workloads admitted together are
         created together and interleave (A0, B0, A1, B1), or at once with `place_now` (a scheduler that binds
-        itself, after checking `fits_all` for a gang).
+        itself, after checking `fits_all` for a gang). `nodes` (one per pod) is a topology assignment made at
+        admission (Kueue TAS): the pods carry those nodes in their selectors, so they bind there at once.
         """
         self._demand(job, -1)
         self.changes += 1
@@ -387,6 +390,13 @@ class Simulation:
             return
         pods = pods_for(job.units, group.cap)
         job.waiting = len(pods)
+        if nodes is not None:
+            self._demand(job, +1)
+            for node, size in zip(nodes, pods):
+                self._bind(job, group, node, size, t)
+                job.waiting -= 1
+            self._start(job, t)
+            return
         for index, size in enumerate(pods):
             insort(group.pending, (-job.priority, t, index, job.seq, size, job))
             group.pending_sizes[size] = group.pending_sizes.get(size, 0) + 1
@@ -634,7 +644,8 @@ class Simulation:
             idle_pending_gpu_s=self.idle_area, preemptions=self.preemptions,
             group_peaks={f"{g.pool}/{g.resource}": (g.peak_used, g.capacity) for g in self.groups.values()},
             groups=groups,
-            stalled=stalled, cycles=self.cycles, checks=self.checks, livelock=self.livelock)
+            stalled=stalled, cycles=self.cycles, checks=self.checks, livelock=self.livelock,
+            never_admittable=self.scheduler.never_admittable())
 
 
 def build_jobs(model: Model, trace, default_pool: str | None = None) -> list[Job]:

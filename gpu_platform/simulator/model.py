@@ -32,6 +32,12 @@ PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
 GPU = "nvidia.com/gpu"
 ANY_FLAVOR = "*"  # Volcano queues count resources by name across every pool
 UNLIMITED = None
+# Nodes per TAS domain (the block under one network label value) when --topology-blocks gives none: the plan names
+# the cloud's block labels but not how many nodes share one, so this is a what-if default (a few 8-GPU hosts behind
+# one leaf).
+TAS_DOMAIN_NODES = 4
+HOSTS_TOPOLOGY = "gpu-hosts"
+TAS_REQUESTS = ("required", "preferred", "implied")  # the topology annotations kueue/tas.py places by
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,7 @@ class Flavor:
 
     name: str
     pool: str | None
+    topology: str | None = None  # the Kueue Topology its `topologyName` points at: TAS placement at admission
 
 
 @dataclass(frozen=True)
@@ -148,6 +155,8 @@ class Model:
     placement: str = "spread"
     source: str = ""
     warnings: tuple[str, ...] = ()
+    tas_domain_nodes: dict[str, int] = field(default_factory=dict)  # pool -> nodes per TAS domain (--topology-blocks)
+    tas_request: str = "required"  # the TAS annotation trace jobs are taken to carry (--tas-request)
 
     # ---- what-if variants -------------------------------------------------------------------------------------
     def static(self) -> "Model":
@@ -179,6 +188,30 @@ class Model:
 
     def with_placement(self, placement: str) -> "Model":
         return replace(self, placement=placement)
+
+    def with_tas(self, domain_nodes: dict[str, int], request: str | None = None) -> "Model":
+        """TAS domain sizes per pool (`--topology-blocks pool=N`) and the jobs' topology request (`--tas-request`)."""
+        tas_pools = sorted({f.pool for f in self.flavors.values() if f.topology and f.pool})
+        for pool, size in domain_nodes.items():
+            if pool not in tas_pools:
+                raise SimulationError(f"--topology-blocks names pool(s) without a topology-aware flavor: {pool}; "
+                                      f"such pools: {', '.join(tas_pools) or '(none)'}")
+            if size < 1:
+                raise SimulationError(f"--topology-blocks {pool}={size}: a block holds at least one node")
+        if request is not None and request not in TAS_REQUESTS:
+            raise SimulationError(f"--tas-request {request!r}: allowed: {', '.join(TAS_REQUESTS)}")
+        return replace(self, tas_domain_nodes={**self.tas_domain_nodes, **domain_nodes},
+                       tas_request=request or self.tas_request)
+
+    def tas(self, flavor: str | None) -> tuple[int, str] | None:
+        """(nodes per TAS domain, topology request) on a flavor's pool; None when the flavor is not topology-aware
+        or selects no pool. A Topology of hosts only (gpu-hosts) has no block level to ask for, so its jobs go
+        unannotated: `implied`."""
+        f = self.flavors.get(flavor) if flavor else None
+        if f is None or f.topology is None or f.pool not in self.pools:
+            return None
+        request = "implied" if f.topology == HOSTS_TOPOLOGY else self.tas_request
+        return self.tas_domain_nodes.get(f.pool, TAS_DOMAIN_NODES), request
 
     # ---- lookups ----------------------------------------------------------------------------------------------
     def resolve_priority(self, token: str | int | None, default: int) -> int:
@@ -303,7 +336,7 @@ def _flavors(rfs: list[dict[str, Any]], pools: dict[str, Pool], warnings: list[s
         pool = matches[0] if len(matches) == 1 else (name if name in pools else None)
         if pool is None and pools:
             warnings.append(f"ResourceFlavor {name} selects no single GPU pool: quota only, no node packing")
-        flavors[name] = Flavor(name=name, pool=pool)
+        flavors[name] = Flavor(name=name, pool=pool, topology=_spec(res).get("topologyName"))
     return flavors
 
 

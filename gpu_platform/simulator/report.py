@@ -115,8 +115,10 @@ def summarize(result: SimResult) -> dict[str, Any]:
         if team_jobs and nominal:
             normalised.append(avg_alloc / nominal)
     total_alloc = sum(result.alloc_area) / span
+    never = [b for b in result.never_admittable if b.job.submit <= result.end]
     overall = {
         **_counts(jobs),
+        "jobs_never_admittable": len(never),
         "jobs_stalled": result.stalled,
         "jobs_after_horizon": len(result.jobs) - len(jobs),
         "capacity_gpus": _round(capacity, 2),
@@ -144,7 +146,11 @@ def summarize(result: SimResult) -> dict[str, Any]:
                        "allocated_share": _round(group["used_gpu_s"] / span / group["capacity_gpus"], 4)
                        if group["capacity_gpus"] else None,
                        "idle_gpu_minutes_while_pending": _round(group["idle_pending_gpu_s"] / 60)}
-    out = {"overall": overall, "teams": teams, "pools": pools, "series": series(result, t0)}
+    out = {"overall": overall, "teams": teams, "pools": pools, "series": series(result, t0),
+           "never_admittable": [{"job": b.job.id, "team": result.teams[b.job.team], "units": b.job.units,
+                                 "resource": b.job.resource,
+                                 "limits": [{"flavor": lim.flavor, "limit": lim.kind, "at_most": lim.at_most,
+                                             "message": lim.message} for lim in b.limits]} for b in never]}
     if result.livelock is not None:
         ll = result.livelock
         out["livelock"] = {"stopped_at_s": _round(ll.time), "since_s": _round(ll.since), "kind": ll.kind,
@@ -213,7 +219,9 @@ OVERALL_ROWS = (
     ("jobs_submitted", "jobs submitted"), ("jobs_after_horizon", "jobs submitted after the horizon (left out)"),
     ("jobs_completed", "jobs completed"),
     ("jobs_running_at_end", "jobs running at end"), ("jobs_pending_at_end", "jobs pending at end"),
-    ("jobs_deactivated", "  of which deactivated (requeue limit)"), ("jobs_stalled", "jobs stalled (partial gangs)"),
+    ("jobs_deactivated", "  of which deactivated (requeue limit)"),
+    ("jobs_never_admittable", "  of which never admittable (listed below)"),
+    ("jobs_stalled", "jobs stalled (partial gangs)"),
     ("queue_delay_p50_s", "queueing delay p50"),
     ("queue_delay_p95_s", "queueing delay p95"), ("queue_delay_p99_s", "queueing delay p99"),
     ("completion_time_p50_s", "completion time p50"), ("completion_time_p95_s", "completion time p95"),
@@ -282,7 +290,25 @@ def render_table(report: dict[str, Any]) -> str:
             lines.append(f"warning: {name} run {part['livelock']['message']}")
     for label, mine, theirs in rows:
         lines.append(f"{label.ljust(widths[0])}  {mine.rjust(widths[1])}  {theirs.rjust(widths[2])}".rstrip())
+    for name, part in (("stack", report), (f"baseline {base['name']}" if base else "", base or {})):
+        lines += _never_lines(name, part.get("never_admittable") or [])
     return "\n".join(lines)
+
+
+NEVER_SHOWN = 20  # jobs listed in the table; the JSON report has them all
+
+
+def _never_lines(run: str, never: list[dict[str, Any]]) -> list[str]:
+    """Jobs the run can never admit, each with the limit that blocks it on every flavor it may use."""
+    if not never:
+        return []
+    lines = [f"never admittable in the {run} run ({len(never)} jobs; they stay pending):"]
+    for item in never[:NEVER_SHOWN]:
+        limits = "; ".join(lim["message"] for lim in item["limits"])
+        lines.append(f"  job {item['job']} (team {item['team']}, {item['units']} {item['resource']}): {limits}")
+    if len(never) > NEVER_SHOWN:
+        lines.append(f"  and {len(never) - NEVER_SHOWN} more (see --format json)")
+    return lines
 
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",

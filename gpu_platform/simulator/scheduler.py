@@ -8,12 +8,28 @@ the `Model.scheduler` name it implements, and the package's __init__ imports the
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from gpu_platform.simulator.errors import SimulationError
 
 if TYPE_CHECKING:  # annotations only: the engine imports this module
     from gpu_platform.simulator.engine import Job, Simulation
+
+
+class Limit(NamedTuple):
+    """What keeps a job off one flavor for good: `kind` is quota, pool, topology or flavor."""
+
+    flavor: str
+    kind: str
+    at_most: int | None  # the most units that limit ever allows the job (None: no flavor at all)
+    message: str
+
+
+class Blocked(NamedTuple):
+    """A job no admission can ever take under the model, and the limit on each flavor it may use."""
+
+    job: Job
+    limits: tuple[Limit, ...]
 
 
 class Scheduler(Protocol):
@@ -36,6 +52,9 @@ class Scheduler(Protocol):
 
     def check(self) -> None:
         """Raise AssertionError when a quota invariant is broken (the engine's `check=True`)."""
+
+    def never_admittable(self) -> list[Blocked]:
+        """The submitted jobs that can never be admitted, in submission order, known when they are submitted."""
 
 
 # Scheduler classes by `Model.scheduler` name, each called with its simulation.

@@ -21,10 +21,10 @@ from typing import Any
 
 from gpu_platform.simulator.engine import pods_for
 from gpu_platform.simulator.errors import SimulationError
-from gpu_platform.simulator.model import RESOURCE_FLAVOR, Model, _meta, _plan_json, _spec
+from gpu_platform.simulator.model import RESOURCE_FLAVOR, TAS_DOMAIN_NODES, Model, _meta, _plan_json, _spec
 from gpu_platform.simulator.traces import TraceJob
 
-DEFAULT_BLOCK = 4  # nodes per block when none is given: a few 8-GPU hosts behind one leaf, a what-if default
+DEFAULT_BLOCK = TAS_DOMAIN_NODES  # nodes per block when none is given (the replay's TAS uses the same)
 POLICIES = ("none", "preferred", "required")
 
 

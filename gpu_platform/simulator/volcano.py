@@ -258,6 +258,9 @@ class VolcanoScheduler:
                         self.sim.evict(victim, "VolcanoReclaim", t)
                     return
 
+    def never_admittable(self) -> list:
+        return []  # not worked out for Volcano's capability and deserved shares (docs/simulator.md)
+
     def check(self) -> None:
         for q in self.queues.values():
             for resource, used in q.allocated.items():

@@ -13,6 +13,10 @@ lower head cannot hand the freed quota back to the evicted workload: kueue#6947)
 always reclaim (`reclaimWithinCohort: Any`). Heads that cannot be admitted are skipped within the cycle (Kueue
 spends a cycle on each) and parked until the cohort frees quota, as Kueue requeues inadmissible workloads only
 when a workload finishes or is evicted.
+
+With waitForPodsReady `blockAdmission`, Kueue's cycle goes on while admitted workloads are not ready (nominating,
+preempting) until it reaches an entry that fits: it then waits in processEntry (waitForPodsReadyIfNeeded) and
+admits that entry in hand once they are ready, before any later arrival is looked at.
 """
 from __future__ import annotations
 
@@ -20,10 +24,10 @@ import heapq
 from typing import NamedTuple
 
 from gpu_platform.simulator.engine import ADMITTED, EVICTING, QUEUED, RUNNING, Job, Simulation
-from gpu_platform.simulator.kueue.flavors import FIT, PREEMPT, Entry, FlavorAssigner
+from gpu_platform.simulator.kueue.flavors import ANYWHERE, FIT, PREEMPT, Entry, FlavorAssigner
 from gpu_platform.simulator.kueue.preemption import Target
 from gpu_platform.simulator.kueue.quota import CQ, Failure, Pending
-from gpu_platform.simulator.scheduler import register
+from gpu_platform.simulator.scheduler import Blocked, register
 
 
 class Waiting(NamedTuple):
@@ -56,10 +60,16 @@ class KueueScheduler(FlavorAssigner):
         # (kueue#13797), so a borrower cannot take it back between two targets' evictions.
         self.waiting: dict[CQ, Waiting] = {}
         self.held: dict[tuple[int, tuple[str, str]], int] = {}  # this cycle's holds per cohort and resource
+        # Jobs no admission can ever take, reported up front; they still queue, as they would in Kueue.
+        self.blocked: list[Blocked] = []
+        self._limits_cache: dict[CQ, dict[tuple, tuple | None]] = {}
+        self.in_hand: Entry | None = None  # blockAdmission: the fitting entry the cycle waits on for readiness
 
     # ---- engine hooks -----------------------------------------------------------------------------------------
     def wants_cycle(self) -> bool:
-        return bool(self.dirty) and not (self.block and self.unready)
+        if self.in_hand is not None:
+            return not self.unready
+        return bool(self.dirty)
 
     def submit(self, job: Job, t: float) -> None:
         cq = self.cqs[job.queue]
@@ -70,6 +80,11 @@ class KueueScheduler(FlavorAssigner):
                 self._frs_cache[key] = (self._flavors(cq, job), self.sim.candidate_groups(cq.spec, job.resource,
                                                                                            job.pools))
             cq.frs[job.bucket], job.cand_groups = self._frs_cache[key]
+            if job.bucket not in self._limits_cache.setdefault(cq, {}):
+                self._limits_cache[cq][job.bucket] = self.limits(cq, job)
+            limits = self._limits_cache[cq][job.bucket]
+            if limits:
+                self.blocked.append(Blocked(job, limits))
         heap = cq.buckets.get(job.bucket)
         if heap is None:
             heap = cq.buckets[job.bucket] = []
@@ -79,6 +94,9 @@ class KueueScheduler(FlavorAssigner):
         if heap[0] is entry:
             cq.fails.pop(job.bucket, None)
         self.dirty.add(cq)
+
+    def never_admittable(self) -> list[Blocked]:
+        return self.blocked
 
     def started(self, job: Job, t: float) -> None:
         if self.block:
@@ -94,12 +112,22 @@ class KueueScheduler(FlavorAssigner):
         else:
             sizes[job.units] -= 1
         self._use(cq, fr, -job.units, job.priority)
+        if self._tas(fr) is not None:
+            # The nodes it freed can admit a head waiting for a topology domain in any queue with this flavor,
+            # in any cohort, whose parking only watched its own cohort's quota.
+            for other in self.cqs.values():
+                if other.buckets and fr in other.nominal:
+                    other.group.version += 1
+                    other.wake = None
+                    self.dirty.add(other)
         if self.block and was_admitted:
             self.unready -= 1
 
     # ---- the cycle --------------------------------------------------------------------------------------------
     def cycle(self, t: float) -> None:
-        if self.block and self.unready:
+        if self.in_hand is not None:
+            if not self.unready:
+                self._admit_in_hand(t)
             return
         # What evictions in flight free is held for the preemptor waiting on them (kueue#13797), so a borrower
         # cannot take it back between two targets' evictions; a queue's own hold is its head's to use.
@@ -175,11 +203,17 @@ class KueueScheduler(FlavorAssigner):
             if not self._fits_without(cq, fr, job.units, [*preempted.values(), *targets]):
                 continue  # no longer fits after this cycle's earlier entries; stays at the head
             if e.mode == FIT:
+                nodes = self._tas_nodes(fr, job)
+                if nodes is None:
+                    continue  # an earlier entry of this cycle took the topology domain it was assigned
                 if self.block and self.unready:
-                    break  # blockAdmission: nothing more until the admitted workloads' pods are ready
+                    # blockAdmission: Kueue waits on this entry until every admitted workload is ready, then
+                    # admits it. The cycle's later entries are nominated again afterwards.
+                    self.in_hand = e
+                    break
                 if waiting:
                     del self.waiting[cq]
-                self._admit(cq, job, fr, t)
+                self._admit(cq, job, fr, t, nodes)
             else:
                 preempted.update((id(w), w) for w in targets)
                 self._reserve(cq, fr, job.units, reserved)
@@ -190,6 +224,21 @@ class KueueScheduler(FlavorAssigner):
         for job, reason in evictions:
             if job.state in (ADMITTED, RUNNING):
                 self.sim.evict(job, reason, t)
+
+    def _admit_in_hand(self, t: float) -> None:
+        """Admit the entry blockAdmission held once all admitted workloads are ready. Kueue admits it on the
+        cycle's snapshot; here its quota and topology are checked again, which can only have freed up since, as
+        nothing else was admitted meanwhile."""
+        e, self.in_hand = self.in_hand, None
+        cq, job, fr = e.cq, e.job, e.fr
+        if job.state != QUEUED or job.units > self.available(cq, fr):
+            return
+        nodes = self._tas_nodes(fr, job)
+        if nodes is None:
+            return
+        if cq in self.waiting and self.waiting[cq].job is job:
+            del self.waiting[cq]
+        self._admit(cq, job, fr, t, nodes)
 
     def _reserve(self, cq: CQ, fr, amount: int, reserved: list[Reservation]) -> None:
         if amount > 0:
@@ -231,8 +280,10 @@ class KueueScheduler(FlavorAssigner):
             if self._parked(cq, job, version):
                 pass
             else:
+                # (Not on TAS flavors: more units can mean smaller pods, which may fit where larger ones did not.)
                 dominant = next((f for f in failed if f.resource == job.resource and f.pools == job.pools
-                                 and f.units <= job.units and f.priority >= job.priority), None)
+                                 and f.units <= job.units and f.priority >= job.priority
+                                 and not any(self._tas(fr) for fr in cq.frs[f.bucket])), None)
                 if dominant is not None:
                     # No easier than a head that just failed (more units, no higher priority): parked as long.
                     cq.fails[job.bucket] = cq.fails[dominant.bucket]._replace(seq=job.seq)
@@ -282,8 +333,11 @@ class KueueScheduler(FlavorAssigner):
             # With fair sharing an admission can raise another queue's share and so make room: no shortcut.
             return None, 0, 0
         fr = frs[0]
-        if job.units > self.potential(cq, fr):
+        most = self._tas_most(fr, job)
+        if job.units > self.potential(cq, fr) or (most is not None and job.units > most):
             return fr, 0, 1 << 62
+        if self._tas_short:
+            return None, 0, 0  # it waits for nodes in a domain, which any release may free
         # Holds can vanish without a release (their preemptor admitted or given up): credit them up front.
         held = self.held.get((id(cq.group), fr), 0)
         last = self._last_short
@@ -291,7 +345,7 @@ class KueueScheduler(FlavorAssigner):
         return fr, cq.group.released.get(fr, 0), max(0, short - held)
 
 
-    def _admit(self, cq: CQ, job: Job, fr: tuple[str, str], t: float) -> None:
+    def _admit(self, cq: CQ, job: Job, fr: tuple[str, str], t: float, nodes=ANYWHERE) -> None:
         heap = cq.buckets[job.bucket]
         if heap[0].job is job:
             heapq.heappop(heap)
@@ -308,5 +362,6 @@ class KueueScheduler(FlavorAssigner):
         self._use(cq, fr, job.units, job.priority)
         if self.block:
             self.unready += 1
-        self.sim.admit(job, fr[0], self.sim.groups.get((self.sim.flavor_pool(fr[0]), fr[1])), t)
+        self.sim.admit(job, fr[0], self.sim.groups.get((self.sim.flavor_pool(fr[0]), fr[1])), t,
+                       nodes=list(nodes) if nodes else None)
 
