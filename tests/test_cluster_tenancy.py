@@ -268,6 +268,24 @@ def test_removing_the_scheduling_gate_of_an_unpinned_gpu_pod_is_refused(cluster,
         cluster.kubectl("delete", "pod", "gated", "-n", TEAM, "--ignore-not-found", "--wait=false")
 
 
+def test_a_pending_pod_cannot_gain_a_toleration_onto_other_teams_gpu_nodes(cluster, tenant):
+    """Tolerations are the one scheduling field an ungated pod may still gain (nothing binds it here, as on a full
+    cluster): added, they are checked like a new pod's."""
+    pods = {"unpinned": changed(gpu_pod(), cpu_only()), "pinned": changed(gpu_pod(), cpu_only(
+        nodeSelector={POOL_LABEL: OWN_POOL}))}
+    # Appended: the API server already gave every pod its not-ready and unreachable tolerations.
+    add = json.dumps([{"op": "add", "path": "/spec/tolerations/-", "value": TOLERATE_ALL[0]}])
+    try:
+        for name, pod in pods.items():
+            pod["metadata"]["name"] = name
+            pod["spec"] = {k: v for k, v in pod["spec"].items() if v is not None}
+            assert not refusal(tenant.kubectl("create", "-f", "-", stdin=yaml.safe_dump(pod)))
+        assert POOL_POLICY in refusal(tenant.kubectl("patch", "pod", "unpinned", "-n", TEAM, "--type=json", "-p", add))
+        assert not refusal(tenant.kubectl("patch", "pod", "pinned", "-n", TEAM, "--type=json", "-p", add))
+    finally:
+        cluster.kubectl("delete", "pod", *pods, "-n", TEAM, "--ignore-not-found", "--wait=false")
+
+
 def test_an_ephemeral_container_cannot_bring_nvidia_device_variables(cluster, tenant):
     """`kubectl debug` adds a container to a running pod through the ephemeralcontainers subresource: its env is
     held like the pod's own containers'. `edit` does not grant the subresource; whoever is granted it (the admin

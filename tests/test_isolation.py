@@ -209,7 +209,8 @@ def test_gpu_pods_must_be_gated_or_pinned_to_their_teams_pools(kind):
     assert rule["reason"] == "Forbidden" and "teams[].quotas" in rule["message"]
     # Every pod that can land on GPU nodes without asking for GPUs (tests/test_pool_admission.py evaluates these).
     assert json.loads(variables["gpuPools"]) == ["a100-infer", "h100-train", "l4-notebooks"]
-    assert reach["expression"] == ("!variables.reachesGpuNodes || variables.gated || !variables.becomesSchedulable || "
+    assert reach["expression"] == ("!variables.reachesGpuNodes || variables.gated || "
+                                   "!(variables.becomesSchedulable || variables.tolerationsChanged) || "
                                    "!variables.reachesOtherPool")
     # The EKS AMI's toolkit honours NVIDIA_VISIBLE_DEVICES: envFrom is held too.
     assert env["expression"] == ("!variables.deviceEnv && "

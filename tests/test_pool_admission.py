@@ -24,11 +24,13 @@ def specs() -> dict[str, dict]:
             for stack in ("aws-prod", "oci-prod")}
 
 
-def refusals(spec: dict, pod: dict, namespace_team: str = TEAM) -> list[str]:
-    """The messages of the validations `pod` fails on CREATE, variables evaluated in order as the API server does."""
+def refusals(spec: dict, pod: dict, namespace_team: str = TEAM, old: dict | None = None) -> list[str]:
+    """The messages of the validations `pod` fails on CREATE (or on UPDATE from `old`), variables evaluated in order
+    as the API server does."""
     env = celpy.Environment()
     variables = celpy.celtypes.MapType()
-    activation = {"object": celpy.json_to_cel(pod), "request": celpy.json_to_cel({"operation": "CREATE"}),
+    activation = {"object": celpy.json_to_cel(pod), "oldObject": celpy.json_to_cel(old),
+                  "request": celpy.json_to_cel({"operation": "UPDATE" if old else "CREATE"}),
                   "namespaceObject": celpy.json_to_cel(
                       {"metadata": {"labels": {"gpu-platform.io/team": namespace_team}}})}
 
@@ -110,6 +112,18 @@ def test_a_pod_that_can_land_on_gpu_nodes_selects_only_its_teams_pools(case, spe
     messages = refusals(specs["aws-prod"], cpu_pod(**copy.deepcopy(fields)))
     assert any("tolerating the GPU taint" in m for m in messages) is refused, messages
     assert len(messages) == int(refused), messages  # no other rule answers these pods
+
+
+@pytest.mark.parametrize("selector, refused", [({}, True), ({POOL_LABEL: OWN}, False)])
+def test_a_toleration_added_to_a_pending_pod_is_checked_again(selector, refused, specs):
+    """nodeSelector and affinity of an ungated pod are immutable, tolerations are not: a pending pod could gain one
+    and be scheduled onto another team's GPU nodes."""
+    old = cpu_pod(nodeSelector=selector)
+    new = cpu_pod(nodeSelector=selector, tolerations=ALL)
+    assert bool(refusals(specs["aws-prod"], new, old=old)) is refused
+    # An update leaving tolerations alone is not re-checked (label updates of pods older than the policy).
+    legacy = cpu_pod(tolerations=ALL)
+    assert not refusals(specs["aws-prod"], legacy, old=legacy)
 
 
 def test_a_team_without_pools_may_not_tolerate_into_any(specs):

@@ -10,6 +10,7 @@ is ANDed with the affinity, whose terms are ORed and whose expressions within a 
 narrows the reach: In and NotIn are read, DoesNotExist excludes every pool (each GPU node carries the label), and
 Exists, Gt, Lt or anything else excludes none. An expression on another label, a matchFields term, or an empty
 term (which selects nothing) is read as selecting every pool: shapes the CEL cannot judge only ever refuse more.
+An ungated pod's nodeSelector and affinity are immutable, its tolerations are not: a change to them is checked again.
 """
 from __future__ import annotations
 
@@ -42,6 +43,9 @@ def reach_variables(gpu_pools: list[str]) -> list[dict[str, Any]]:
     return [
         {"name": "gpuPools", "expression": json.dumps(sorted(gpu_pools))},
         {"name": "tolerations", "expression": "has(object.spec.tolerations) ? object.spec.tolerations : []"},
+        # Tolerations are the one scheduling field a pending pod may still gain: an added one is checked again.
+        {"name": "tolerationsChanged", "expression": 'request.operation == "UPDATE" && (has(oldObject.spec.tolerations) '
+                                                     "? oldObject.spec.tolerations : []) != variables.tolerations"},
         {"name": "reachesGpuNodes", "expression": f"{_tolerates_gpu_taint()} || "
                                                   "(has(object.spec.nodeName) && object.spec.nodeName != \"\")"},
         {"name": "terms", "expression": "has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && "

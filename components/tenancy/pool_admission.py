@@ -107,7 +107,8 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
                        f"pools (teams[].quotas)",
             "reason": "Forbidden",
         }, {
-            "expression": "!variables.reachesGpuNodes || variables.gated || !variables.becomesSchedulable || "
+            "expression": "!variables.reachesGpuNodes || variables.gated || "
+                          "!(variables.becomesSchedulable || variables.tolerationsChanged) || "
                           "!variables.reachesOtherPool",
             "message": f"a team pod tolerating the GPU taint ({GPU_TAINT}, or every taint) or naming its node may "
                        f"select only the team's own GPU pools: nodeSelector {POOL_LABEL} naming one of them, or "
