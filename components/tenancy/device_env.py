@@ -46,9 +46,10 @@ def env_variables() -> list[dict[str, Any]]:
 def env_validation(env_from_honoured: bool) -> dict[str, str]:
     """The check: no device variable in env, and, where the toolkit honours the variable (`env_from_honoured`), no
     envFrom that could make one in a pod that can reach GPU nodes (`variables.reachesGpuNodes`, `variables.gpu`)."""
-    env_from = " && !((variables.gpu || variables.reachesGpuNodes) && variables.openEnvFrom)" if env_from_honoured else ""
-    what = " or envFrom without a prefix keeping names out of NVIDIA_ in a pod that can reach GPU nodes" \
-        if env_from_honoured else ""
+    env_from, what = "", ""
+    if env_from_honoured:
+        env_from = " && !((variables.gpu || variables.reachesGpuNodes) && variables.openEnvFrom)"
+        what = " or envFrom without a prefix keeping names out of NVIDIA_ in a pod that can reach GPU nodes"
     return {"expression": f"!variables.deviceEnv{env_from}",
             "message": f"team pods may not set NVIDIA_* device variables (NVIDIA_VISIBLE_DEVICES and the like){what}: "
                        "GPUs come only from resource requests",

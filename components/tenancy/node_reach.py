@@ -44,8 +44,9 @@ def reach_variables(gpu_pools: list[str]) -> list[dict[str, Any]]:
         {"name": "gpuPools", "expression": json.dumps(sorted(gpu_pools))},
         {"name": "tolerations", "expression": "has(object.spec.tolerations) ? object.spec.tolerations : []"},
         # Tolerations are the one scheduling field a pending pod may still gain: an added one is checked again.
-        {"name": "tolerationsChanged", "expression": 'request.operation == "UPDATE" && (has(oldObject.spec.tolerations) '
-                                                     "? oldObject.spec.tolerations : []) != variables.tolerations"},
+        {"name": "tolerationsChanged", "expression": 'request.operation == "UPDATE" && '
+                                                     "(has(oldObject.spec.tolerations) ? oldObject.spec.tolerations "
+                                                     ": []) != variables.tolerations"},
         {"name": "reachesGpuNodes", "expression": f"{_tolerates_gpu_taint()} || "
                                                   "(has(object.spec.nodeName) && object.spec.nodeName != \"\")"},
         {"name": "terms", "expression": "has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && "
