@@ -37,6 +37,23 @@ OWN_POOL, OTHER_POOL = "h100-train", "l4-notebooks"
 # Charts whose CRDs give the job kinds the ceiling policy names (jobset and lws also ship inside the trainer chart).
 JOB_KIND_CHARTS = ("jobset-0.12.0", "lws-0.9.0", "kuberay-operator-1.6.2", "kubeflow-trainer-2.2.1")
 PLATFORM_NAMESPACES = ("kube-system", "kueue-system", "gpu-operator", "monitoring")
+# AppWrapper (CodeFlare, workload.codeflare.dev/v1beta2) ships in no chart the platform pins: written here as far as
+# the ceiling policy reads it, each component's template an embedded object of any kind.
+APPWRAPPER_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "appwrappers.workload.codeflare.dev"},
+    "spec": {"group": "workload.codeflare.dev", "scope": "Namespaced",
+             "names": {"kind": "AppWrapper", "listKind": "AppWrapperList", "plural": "appwrappers",
+                       "singular": "appwrapper"},
+             "versions": [{"name": "v1beta2", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "properties": {"spec": {
+                     "type": "object", "required": ["components"], "properties": {
+                         "suspend": {"type": "boolean"},
+                         "components": {"type": "array", "items": {
+                             "type": "object", "required": ["template"], "properties": {
+                                 "template": {"type": "object", "x-kubernetes-embedded-resource": True,
+                                              "x-kubernetes-preserve-unknown-fields": True}}}}}}}}}}]},
+}
 
 
 def mixed_mig_overrides() -> dict:
@@ -63,7 +80,9 @@ class Tenant:
                                     as_groups=(self.group, "system:authenticated"), **{"check": False, **kw})
 
     def can_i(self, verb: str, resource: str, namespace: str) -> bool:
-        return self.kubectl("auth", "can-i", verb, resource, "-n", namespace).stdout.strip() == "yes"
+        resource, _, subresource = resource.partition("/")
+        extra = (f"--subresource={subresource}",) if subresource else ()
+        return self.kubectl("auth", "can-i", verb, resource, *extra, "-n", namespace).stdout.strip() == "yes"
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +96,7 @@ def cluster(control_plane, tmp_path_factory):
             if crd["metadata"]["name"] not in names:
                 names.add(crd["metadata"]["name"])
                 stack.crds.append(crd)
+    stack.crds.append(APPWRAPPER_CRD)
     cluster = control_plane.cluster("tenancy")
     applied, refused = apply_stack(cluster, stack, webhooks=False)
     assert not refused, "\n".join(refused)
@@ -134,6 +154,19 @@ def limits(resources: dict):
     return container_set(resources={"limits": resources})
 
 
+def cpu_only(**fields):
+    """A pod asking for no GPU (nodeSelector dropped unless given): what the GPU-request rule never looked at."""
+    return lambda pod: (spec_set(**{"nodeSelector": None, **fields})(pod), limits({"cpu": "1"})(pod))
+
+
+TOLERATE_ALL = [{"operator": "Exists"}]  # no key: tolerates every taint, the GPU taint included
+
+
+def pool_affinity(operator: str, *pools: str) -> dict:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": POOL_LABEL, "operator": operator, "values": list(pools)}]}]}}}
+
+
 POD_CASES = {
     # name: (change to the compliant pod, what refuses it; "" = admitted)
     "compliant": (lambda pod: None, ""),
@@ -151,6 +184,35 @@ POD_CASES = {
     "efa-nics-without-gpus-on-another-teams-pool": (lambda pod: (
         spec_set(nodeSelector={POOL_LABEL: OTHER_POOL})(pod), limits({"vpc.amazonaws.com/efa": "1"})(pod)),
         POOL_POLICY),
+    # No GPU request, but able to land on GPU nodes: by tolerating the GPU taint, or by naming a node.
+    "cpu-pod-tolerating-everything-on-its-own-pool": (cpu_only(tolerations=TOLERATE_ALL,
+                                                               nodeSelector={POOL_LABEL: OWN_POOL}), ""),
+    "cpu-pod-tolerating-everything-held-to-its-pools-by-affinity": (cpu_only(
+        tolerations=TOLERATE_ALL, affinity=pool_affinity("In", OWN_POOL, "a100-infer")), ""),
+    "cpu-pod-tolerating-the-gpu-taint-but-not-noschedule": (cpu_only(tolerations=[
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}]), ""),
+    "cpu-pod-tolerating-everything-anywhere": (cpu_only(tolerations=TOLERATE_ALL), POOL_POLICY),
+    "cpu-pod-tolerating-everything-on-another-teams-pool": (cpu_only(tolerations=TOLERATE_ALL,
+                                                                     nodeSelector={POOL_LABEL: OTHER_POOL}),
+                                                            POOL_POLICY),
+    "cpu-pod-tolerating-the-gpu-taint-affinity-to-another-teams-pool": (cpu_only(
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}], affinity=pool_affinity("In", OTHER_POOL)),
+        POOL_POLICY),
+    "cpu-pod-tolerating-everything-affinity-not-in-its-own-pool": (cpu_only(
+        tolerations=TOLERATE_ALL, affinity=pool_affinity("NotIn", OWN_POOL)), POOL_POLICY),
+    "cpu-pod-naming-a-node": (cpu_only(nodeName="ip-10-0-0-1.ec2.internal"), POOL_POLICY),
+    # NVIDIA device variables: the EKS AMI's toolkit would hand over the GPUs they name.
+    "nvidia-visible-devices": (container_set(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]), POOL_POLICY),
+    "nvidia-visible-devices-in-a-cpu-pod": (lambda pod: (cpu_only()(pod), container_set(
+        env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])(pod)), POOL_POLICY),
+    "env-from-a-config-map-without-prefix": (container_set(envFrom=[{"configMapRef": {"name": "settings"}}]),
+                                             POOL_POLICY),
+    "env-from-a-config-map-with-a-prefix": (container_set(envFrom=[{"prefix": "APP_",
+                                                                    "configMapRef": {"name": "settings"}}]), ""),
+    "env-from-in-a-cpu-pod": (lambda pod: (cpu_only()(pod), container_set(
+        envFrom=[{"configMapRef": {"name": "settings"}}])(pod)), ""),
+    "nvidia-driver-capabilities": (container_set(env=[{"name": "NVIDIA_DRIVER_CAPABILITIES",
+                                                       "value": "compute,utility,video"}]), ""),
     # The ceiling policy answers before the priority-ceiling quota (ResourceQuota is the last admission step).
     "priority-above-the-team": (spec_set(priorityClassName="gpu-high"), CEILING_POLICY),
     "system-priority": (spec_set(priorityClassName="system-node-critical"), CEILING_POLICY),
@@ -206,6 +268,43 @@ def test_removing_the_scheduling_gate_of_an_unpinned_gpu_pod_is_refused(cluster,
         cluster.kubectl("delete", "pod", "gated", "-n", TEAM, "--ignore-not-found", "--wait=false")
 
 
+def test_a_pending_pod_cannot_gain_a_toleration_onto_other_teams_gpu_nodes(cluster, tenant):
+    """Tolerations are the one scheduling field an ungated pod may still gain (nothing binds it here, as on a full
+    cluster): added, they are checked like a new pod's."""
+    pods = {"unpinned": changed(gpu_pod(), cpu_only()), "pinned": changed(gpu_pod(), cpu_only(
+        nodeSelector={POOL_LABEL: OWN_POOL}))}
+    # Appended: the API server already gave every pod its not-ready and unreachable tolerations.
+    add = json.dumps([{"op": "add", "path": "/spec/tolerations/-", "value": TOLERATE_ALL[0]}])
+    try:
+        for name, pod in pods.items():
+            pod["metadata"]["name"] = name
+            pod["spec"] = {k: v for k, v in pod["spec"].items() if v is not None}
+            assert not refusal(tenant.kubectl("create", "-f", "-", stdin=yaml.safe_dump(pod)))
+        assert POOL_POLICY in refusal(tenant.kubectl("patch", "pod", "unpinned", "-n", TEAM, "--type=json", "-p", add))
+        assert not refusal(tenant.kubectl("patch", "pod", "pinned", "-n", TEAM, "--type=json", "-p", add))
+    finally:
+        cluster.kubectl("delete", "pod", *pods, "-n", TEAM, "--ignore-not-found", "--wait=false")
+
+
+def test_an_ephemeral_container_cannot_bring_nvidia_device_variables(cluster, tenant):
+    """`kubectl debug` adds a container to a running pod through the ephemeralcontainers subresource: its env is
+    held like the pod's own containers'. `edit` does not grant the subresource; whoever is granted it (the admin
+    here) is held in a team namespace all the same."""
+    assert not tenant.can_i("patch", "pods/ephemeralcontainers", TEAM)
+    pod = changed(gpu_pod(), lambda p: p["metadata"].update(name="debugged"))
+    debug = {"name": "debug", "image": "registry.example/debug:1", "targetContainerName": "main"}
+    try:
+        assert not refusal(tenant.kubectl("create", "-f", "-", stdin=yaml.safe_dump(pod)))
+        for env, refused in (([{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}], True), ([], False)):
+            patch = {"spec": {"ephemeralContainers": [{**debug, "env": env}]}}
+            done = cluster.kubectl("patch", "pod", "debugged", "-n", TEAM, "--subresource=ephemeralcontainers",
+                                   "--type=strategic", "--dry-run=server", "-p", json.dumps(patch), check=False)
+            assert (POOL_POLICY in refusal(done)) is refused, refusal(done) or "admitted"
+            assert refused or not refusal(done), refusal(done)
+    finally:
+        cluster.kubectl("delete", "pod", "debugged", "-n", TEAM, "--ignore-not-found", "--wait=false")
+
+
 def test_a_job_off_its_pools_is_stored_but_its_pods_are_refused(cluster, tenant):
     """The pool policy matches pods, wherever they come from: the Job controller's pods are refused too."""
     job = job_of({"restartPolicy": "Never", "containers": [
@@ -256,6 +355,9 @@ def workloads() -> dict[str, dict]:
         "TrainJob": {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
                      "metadata": {"name": "train", "namespace": TEAM},
                      "spec": {"runtimeRef": {"name": "torch-distributed"}}},
+        "AppWrapper": {"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+                       "metadata": {"name": "wrapped", "namespace": TEAM},
+                       "spec": {"components": [{"template": {**job_of(pod), "metadata": {"name": "train"}}}]}},
     }
 
 
@@ -273,9 +375,9 @@ def at(path: str, value):
 ABOVE = "gpu-high"  # the team is `normal`
 WORKLOAD_CASES = {
     **{f"{kind}-compliant": (kind, lambda obj: None) for kind in
-       ("Job", "JobSet", "LeaderWorkerSet", "RayCluster", "TrainJob")},
+       ("Job", "JobSet", "LeaderWorkerSet", "RayCluster", "TrainJob", "AppWrapper")},
     **{f"{kind}-kueue-priority-label-above-the-team": (kind, at("metadata.labels", {WORKLOAD_PRIORITY_LABEL: ABOVE}))
-       for kind in ("Job", "JobSet", "LeaderWorkerSet", "RayCluster", "TrainJob")},
+       for kind in ("Job", "JobSet", "LeaderWorkerSet", "RayCluster", "TrainJob", "AppWrapper")},
     "Job-template": ("Job", at("spec.template.spec.priorityClassName", ABOVE)),
     "JobSet-template": ("JobSet", at("spec.replicatedJobs.0.template.spec.template.spec.priorityClassName", ABOVE)),
     "LeaderWorkerSet-leader": ("LeaderWorkerSet", at("spec.leaderWorkerTemplate.leaderTemplate.spec.priorityClassName",
@@ -284,19 +386,37 @@ WORKLOAD_CASES = {
                                                      ABOVE)),
     "RayCluster-head": ("RayCluster", at("spec.headGroupSpec.template.spec.priorityClassName", ABOVE)),
     "RayCluster-worker": ("RayCluster", at("spec.workerGroupSpecs.0.template.spec.priorityClassName", ABOVE)),
+    "AppWrapper-wrapped-job-template": ("AppWrapper", at(
+        "spec.components.0.template.spec.template.spec.priorityClassName", ABOVE)),
+    "AppWrapper-wrapped-pod": ("AppWrapper", at("spec.components.0.template", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {**template(ABOVE)["spec"]}})),
+    "AppWrapper-a-kind-the-policy-cannot-read": ("AppWrapper", at("spec.components.0.template", {
+        "apiVersion": "example.com/v1", "kind": "Trainer", "metadata": {"name": "t"}, "spec": {}})),
 }
 
 
 @pytest.mark.parametrize("case", WORKLOAD_CASES)
-def test_workloads_are_held_to_the_team_priority_ceiling(case, tenant):
+def test_workloads_are_held_to_the_team_priority_ceiling(case, tenant, cluster):
     kind, change = WORKLOAD_CASES[case]
     obj = changed(workloads()[kind], change)
     # The team creates every kind itself: `edit` covers Jobs, the planned kueue-batch-user binding the others.
-    message = refusal(dry_run(tenant, obj))
+    # No planned role grants AppWrappers: the admin sends them, held by the same policy in a team namespace.
+    message = refusal(dry_run(cluster if kind == "AppWrapper" else tenant, obj))
     if case.endswith("-compliant"):
         assert not message, f"{case}: refused: {message}"
     else:
         assert CEILING_POLICY in message, f"{case}: expected the ceiling policy to refuse, got: {message or 'admitted'}"
+
+
+def test_a_trainjob_runtime_patch_cannot_carry_a_priority_class(tenant):
+    """TrainJob's only pod templates are its runtimePatches', whose schema has no priorityClassName: the server
+    refuses the field (kubectl's strict field validation), so a TrainJob's priority is its Kueue label (held above)
+    or its runtime's, which teams cannot write (DENIED_IN_OWN)."""
+    patch = {"manager": "mallory", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+        "name": "node", "template": {"spec": {"template": {"spec": {"priorityClassName": ABOVE}}}}}]}}}}
+    obj = changed(workloads()["TrainJob"], at("spec.runtimePatches", [patch]))
+    assert 'unknown field "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec' \
+           '.template.spec.priorityClassName"' in refusal(dry_run(tenant, obj))
 
 
 # --- RBAC: a team reaches only its own namespace, and cannot widen its own rights --------------------------------
@@ -304,7 +424,9 @@ def test_workloads_are_held_to_the_team_priority_ceiling(case, tenant):
 OWN_RIGHTS = [("create", "pods"), ("create", "jobs.batch"), ("get", "secrets"), ("delete", "pods")]
 # TrainingRuntimes are namespaced and carry pod templates the ceiling policy does not read: teams must not write them.
 DENIED_IN_OWN = [("create", "rolebindings"), ("update", "resourcequotas"), ("delete", "resourcequotas"),
-                 ("delete", "limitranges"), ("patch", "namespaces"), ("create", "trainingruntimes.trainer.kubeflow.org")]
+                 ("delete", "limitranges"), ("patch", "namespaces"), ("create", "trainingruntimes.trainer.kubeflow.org"),
+                 # A Binding places a pod on a node past the scheduler and its taints, as spec.nodeName does.
+                 ("create", "pods/binding")]
 DENIED_ELSEWHERE = [("get", "pods"), ("list", "secrets"), ("create", "pods"), ("create", "rolebindings"),
                     ("delete", "networkpolicies")]
 DENIED_CLUSTER = [("create", "validatingadmissionpolicies"), ("delete", "validatingadmissionpolicybindings"),

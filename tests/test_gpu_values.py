@@ -153,8 +153,36 @@ def test_managed_drivers_leave_the_operator_without_a_driver(cloud, driver, tool
 def test_all_operator_owned_drivers(cloud):
     config = build(cloud, [{"name": "p1", "instanceType": CLOUDS[cloud][2][0], "maxNodes": 2, "driver": "operator"}])
     values = operator_values(config, profile(cloud))
-    assert values["driver"] == {"enabled": True} and values["toolkit"] == {"enabled": True}
+    assert values["driver"] == {"enabled": True} and values["toolkit"] == {"enabled": True, "env": [
+        {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"},
+        {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS", "value": "true"}]}
+    assert values["devicePlugin"]["env"] == [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]
     assert not [k for k in pool_labels(config, config.gpu_pools[0]) if k.startswith("nvidia.com/gpu.deploy.")]
+
+
+@pytest.mark.parametrize("cloud, driver, mounts", [
+    ("aws", "managed", False),    # the EKS AMI's own toolkit would find no devices in mounts
+    ("azure", "managed", False),  # so would the AKS image's
+    ("gcp", "managed", False),    # GKE's device plugin and CDI pass devices their own way
+    ("gcp", "operator", False),
+    ("oci", "managed", True),     # the operator's toolkit and plugin on every GPU node
+])
+def test_device_lists_are_volume_mounts_where_the_operator_owns_toolkit_and_plugin(cloud, driver, mounts):
+    config = build(cloud, [{"name": "p1", "instanceType": CLOUDS[cloud][2][0], "maxNodes": 2, "driver": driver}])
+    values = operator_values(config, profile(cloud))
+    toolkit_env = {e["name"]: e["value"] for e in values["toolkit"].get("env", [])}
+    assert (toolkit_env.get("ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED") == "false") is mounts
+    assert ("env" in values["devicePlugin"]) is mounts
+
+
+def test_one_image_owned_toolkit_keeps_env_device_lists_for_the_whole_plugin():
+    """The device plugin's strategy is cluster-wide: one AKS-image pool, whose toolkit reads only the variable,
+    keeps it for every pool."""
+    config = build("azure", [
+        {"name": "managed", "instanceType": CLOUDS["azure"][2][0], "maxNodes": 2, "driver": "managed"},
+        {"name": "owned", "instanceType": CLOUDS["azure"][2][0], "maxNodes": 2, "driver": "operator"}])
+    values = operator_values(config, profile("azure"))
+    assert "env" not in values["toolkit"] and "env" not in values["devicePlugin"]
 
 
 @pytest.mark.parametrize("cloud, toolkit_label", [("azure", True), ("oci", False)])

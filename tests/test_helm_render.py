@@ -20,7 +20,8 @@ import yaml
 
 from components.clouds.labels import pool_taints
 from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, profile
-from components.gpu.operands import operands
+from components.gpu.operands import operands, volume_mount_devices
+from components.gpu.operator import VOLUME_MOUNT_TOOLKIT_ENV
 from components.pins import PINS
 from components.scheduling.framework_catalog import FRAMEWORKS
 from conftest import STACKS, UPSTREAM, strict_schema
@@ -313,7 +314,13 @@ def test_cluster_policy_matches_the_cloud_profile_and_the_pools(stack, rendered)
     # The RuntimeClass the operator creates and runs its operands with names a handler the GPU nodes define.
     assert spec["operator"]["runtimeClass"] == (prof.operator_runtime_class or "nvidia")
     toolkit_env = {e["name"]: e["value"] for e in spec["toolkit"].get("env") or ()}
-    assert toolkit_env == (dict(prof.toolkit_env) if ops.toolkit else {})
+    mounts = volume_mount_devices(config)
+    assert toolkit_env == ({**dict(prof.toolkit_env), **(dict(VOLUME_MOUNT_TOOLKIT_ENV) if mounts else {})}
+                           if ops.toolkit else {})
+    # The toolkit reads device lists only from volume mounts exactly where the plugin writes them there.
+    plugin_env = {e["name"]: e["value"] for e in spec["devicePlugin"].get("env") or ()}
+    assert (plugin_env.get("DEVICE_LIST_STRATEGY") == "volume-mounts") is mounts
+    assert (toolkit_env.get("ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED") == "false") is mounts
     # Every taint the config gives a GPU pool, and every taint the planned cloud node pools really carry.
     taints = {(t.key, t.effect) for pool in config.gpu_pools for t in pool_taints(pool, prof)}
     taints |= planned_node_taints(plan)

@@ -12,7 +12,7 @@ import yaml
 from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION
 from components.config import ConfigError, validate
 from components.scheduling.framework_catalog import BUILT_IN, FRAMEWORKS
-from components.scheduling.priorities import CEILING_POLICY, TEMPLATE_PRIORITY_PATHS, uses_forbidden
+from components.scheduling.priorities import CEILING_POLICY, forbidden_classes, TEMPLATE_PRIORITY_PATHS, uses_forbidden, wrapped_rule
 from components.tenancy.isolation import PRIVATE_V4, network_policies, team_pod_security
 from components.tenancy.network_guard import POLICY as NETWORK_POLICY_GUARD
 from components.tenancy.pool_admission import POLICY as POOL_POLICY, team_pools
@@ -182,7 +182,7 @@ def test_gpu_pods_must_be_gated_or_pinned_to_their_teams_pools(kind):
     assert spec["matchConstraints"] == {
         "namespaceSelector": {"matchExpressions": [{"key": "gpu-platform.io/team", "operator": "Exists"}]},
         "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-                           "resources": ["pods"], "scope": "Namespaced"}]}
+                           "resources": ["pods", "pods/ephemeralcontainers"], "scope": "Namespaced"}]}
     variables = {v["name"]: v["expression"] for v in spec["variables"]}
     # The table is the teams' quotas: research may use h100-train and l4-notebooks, serving only a100-infer.
     assert json.loads(variables["teamPools"]) == {"applied": ["a100-infer", "h100-train"],
@@ -202,11 +202,19 @@ def test_gpu_pods_must_be_gated_or_pinned_to_their_teams_pools(kind):
     # Checked when the pod becomes schedulable: created ungated, or its last scheduling gate removed.
     assert variables["becomesSchedulable"] == ('request.operation == "CREATE" || (has(oldObject.spec.schedulingGates) '
                                                "&& size(oldObject.spec.schedulingGates) > 0)")
-    (rule,) = spec["validations"]
+    rule, reach, env = spec["validations"]
     assert rule["expression"] == ("!(variables.gpu || variables.nics || variables.hostAccess) || variables.gated || "
                                   "!variables.becomesSchedulable || variables.pool in variables.pools")
     assert variables["hostAccess"] == "variables.team in []"  # aws-prod has no privileged team
     assert rule["reason"] == "Forbidden" and "teams[].quotas" in rule["message"]
+    # Every pod that can land on GPU nodes without asking for GPUs (tests/test_pool_admission.py evaluates these).
+    assert json.loads(variables["gpuPools"]) == ["a100-infer", "h100-train", "l4-notebooks"]
+    assert reach["expression"] == ("!variables.reachesGpuNodes || variables.gated || "
+                                   "!(variables.becomesSchedulable || variables.tolerationsChanged) || "
+                                   "!variables.reachesOtherPool")
+    # The EKS AMI's toolkit honours NVIDIA_VISIBLE_DEVICES: envFrom is held too.
+    assert env["expression"] == ("!variables.deviceEnv && "
+                                 "!((variables.gpu || variables.reachesGpuNodes) && variables.openEnvFrom)")
 
 
 @pytest.mark.parametrize("stack, nics", [("aws-dev", []), ("azure-prod", ["rdma/ib"]), ("gcp-prod", [])])
@@ -276,7 +284,8 @@ def test_template_rules_guard_every_step_and_search_lists_and_maps():
 
 def test_ceiling_policy_has_one_rule_per_kind_matched_by_group_and_kind():
     policy = by_name(planned("aws-prod", "kueue"), "ValidatingAdmissionPolicy")[CEILING_POLICY]["spec"]
-    _, *template_rules = policy["validations"]
+    _, *template_rules, wrapped = policy["validations"]
+    assert wrapped == wrapped_rule()
     assert len(template_rules) == len(TEMPLATE_PRIORITY_PATHS)
     for rule, ((group, kind), paths) in zip(template_rules, TEMPLATE_PRIORITY_PATHS.items()):
         assert rule["expression"].startswith(f'request.kind.group != "{group}" || request.kind.kind != "{kind}" || !(')
@@ -285,6 +294,45 @@ def test_ceiling_policy_has_one_rule_per_kind_matched_by_group_and_kind():
         assert kind in rule["message"]
     pytorch = next(r["expression"] for r in template_rules if '"PyTorchJob"' in r["expression"])
     assert "object.spec.runPolicy.schedulingPolicy.priorityClass in variables.forbidden" in pytorch
+
+
+def _wrapper(*templates: dict) -> dict:
+    return {"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+            "spec": {"components": [{"template": t} for t in templates]}}
+
+
+def _pod_spec(priority: str) -> dict:
+    return {"priorityClassName": priority, "containers": [{"name": "main", "image": "registry.example/train:1"}]}
+
+
+APPWRAPPER_CASES = {
+    # name: (components' templates, admitted for a `normal` team)
+    "job-at-its-priority": ([{"apiVersion": "batch/v1", "kind": "Job",
+                              "spec": {"template": {"spec": _pod_spec("gpu-normal")}}}], True),
+    "job-above": ([{"apiVersion": "batch/v1", "kind": "Job", "spec": {"template": {"spec": _pod_spec("gpu-high")}}}],
+                  False),
+    "pod-above": ([{"apiVersion": "v1", "kind": "Pod", "spec": _pod_spec("system-node-critical")}], False),
+    "second-component-above": ([{"apiVersion": "v1", "kind": "Pod", "spec": _pod_spec("gpu-low")},
+                                {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "spec": {
+                                    "pytorchReplicaSpecs": {"Worker": {"template": {"spec": _pod_spec("gpu-high")}}}}}],
+                               False),
+    "same-kind-name-other-group": ([{"apiVersion": "example.com/v1", "kind": "Job",
+                                     "spec": {"template": {"spec": _pod_spec("gpu-high")}}}], False),
+    "unknown-kind": ([{"apiVersion": "example.com/v1", "kind": "Trainer", "spec": {}}], False),
+    "nested-appwrapper": ([_wrapper({"apiVersion": "v1", "kind": "Pod", "spec": _pod_spec("gpu-high")})], False),
+}
+
+
+@pytest.mark.parametrize("case", APPWRAPPER_CASES)
+def test_appwrapper_components_are_read_as_the_kinds_they_wrap(case):
+    celpy = pytest.importorskip("celpy", reason="cel-python (pyproject test extra) evaluates the policy's CEL")
+    templates, admitted = APPWRAPPER_CASES[case]
+    env = celpy.Environment()
+    activation = {"object": celpy.json_to_cel(_wrapper(*templates)),
+                  "request": celpy.json_to_cel({"kind": {"group": "workload.codeflare.dev", "kind": "AppWrapper"}}),
+                  "variables": celpy.json_to_cel({"forbidden": forbidden_classes("normal")})}
+    result = env.program(env.compile(wrapped_rule()["expression"])).evaluate(activation)
+    assert bool(result) is admitted
 
 
 def _resolve(schema: dict, definitions: dict) -> dict:

@@ -151,7 +151,7 @@ def test_admission_policy_holds_kueue_labels_and_podgroups_to_the_ceiling():
     table, key = re.fullmatch(r"(\{.*\})\[namespaceObject\.metadata\.labels\[(.*)\]\]", variable["expression"]).groups()
     assert json.loads(key) == "gpu-platform.io/priority"
     assert json.loads(table) == {p: forbidden_classes(p) for p in PRIORITIES}
-    label_rule, *template_rules = (v["expression"] for v in policy["validations"])
+    label_rule, *template_rules, _wrapped = (v["expression"] for v in policy["validations"])
     assert f'object.metadata.labels["{WORKLOAD_PRIORITY_LABEL}"] in variables.forbidden' in label_rule
     (podgroup_rule,) = [r for r in template_rules if '"PodGroup"' in r]
     assert "object.spec.priorityClassName in variables.forbidden" in podgroup_rule

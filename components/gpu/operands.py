@@ -63,6 +63,21 @@ def operands(config: PlatformConfig) -> Operands:
     )
 
 
+def image_toolkit(prof: CloudProfile, pool: GpuPool) -> bool:
+    """The pool's nodes run their image's container toolkit, not the operator's (mixed owners label it off them)."""
+    return pool.driver == "managed" and prof.image_ships_toolkit
+
+
+def volume_mount_devices(config: PlatformConfig) -> bool:
+    """The operator's toolkit and device plugin hand every GPU node its devices as volume mounts, so the toolkit can
+    ignore NVIDIA_VISIBLE_DEVICES in unprivileged containers. Both ends must agree on every node the plugin serves:
+    an image's own toolkit would find no devices in mounts, a cloud's plugin and CDI pass devices their own way."""
+    prof = profile(config.cloud)
+    ops = operands(config)
+    return (ops.toolkit and ops.device_plugin and not prof.cloud_device_plugin and not prof.needs_cdi
+            and not any(image_toolkit(prof, p) for p in config.gpu_pools))
+
+
 def node_labels(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
     """`nvidia.com/*` (and cloud) labels one pool's nodes need so the operator does exactly its share on them."""
     prof = profile(config.cloud)
@@ -72,7 +87,7 @@ def node_labels(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
         # Mixed owners: the operator's driver (and toolkit, where the image has one) stays off cloud-owned nodes.
         if ops.driver:
             labels[DEPLOY_LABEL.format("driver")] = "false"
-        if ops.toolkit and prof.image_ships_toolkit:
+        if ops.toolkit and image_toolkit(prof, pool):
             labels[DEPLOY_LABEL.format("container-toolkit")] = "false"
     else:
         labels.update(prof.operator_driver_labels)

@@ -13,7 +13,7 @@ from components.config.capacity import mig_strategy
 from components.config.model import PlatformConfig
 from components.gpu.dcgm import DCGM_CONFIGMAP, DCGM_CSV_KEY, metrics_csv
 from components.gpu.mig import MIG_CONFIG_KEY, MIG_CONFIGMAP, mig_parted_config
-from components.gpu.operands import MIG_DISABLED, operands, operator_shared
+from components.gpu.operands import MIG_DISABLED, operands, operator_shared, volume_mount_devices
 from components.gpu.sharing import DEFAULT_ENTRY, DEVICE_PLUGIN_CONFIGMAP, device_plugin_data
 from components import namespaces
 from components.pins import PINS
@@ -25,6 +25,11 @@ CHART_REPO = "https://helm.ngc.nvidia.com/nvidia"
 CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 # Pod labels dcgm-exporter copies onto GPU series: enough to name the queue and app, bounded for Prometheus.
 POD_LABEL_ALLOWLIST = (r"^kueue\.x-k8s\.io/queue-name$", r"^app\.kubernetes\.io/name$", r"^app$")
+# Devices reach a container only as the device plugin's volume mounts: a pod's NVIDIA_VISIBLE_DEVICES (or a CUDA
+# image's ENV, which admission never sees) no longer selects GPUs it was not allocated (tenancy/device_env.py).
+VOLUME_MOUNT_TOOLKIT_ENV = (("ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "false"),
+                            ("ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS", "true"))
+VOLUME_MOUNT_PLUGIN_ENV = (("DEVICE_LIST_STRATEGY", "volume-mounts"),)
 _CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "",
                              "effect": "NoSchedule"}
 
@@ -84,8 +89,12 @@ def operator_values(config: PlatformConfig, prof: CloudProfile) -> dict[str, Any
         values["cdi"] = {"enabled": True}
     if prof.operator_runtime_class:
         values["operator"] = {"runtimeClass": prof.operator_runtime_class}
-    if ops.toolkit and prof.toolkit_env:
-        values["toolkit"]["env"] = [{"name": name, "value": value} for name, value in prof.toolkit_env]
+    mounts = volume_mount_devices(config)
+    toolkit_env = [*prof.toolkit_env, *(VOLUME_MOUNT_TOOLKIT_ENV if mounts else ())]
+    if ops.toolkit and toolkit_env:
+        values["toolkit"]["env"] = [{"name": name, "value": value} for name, value in toolkit_env]
+    if mounts:
+        values["devicePlugin"]["env"] = [{"name": name, "value": value} for name, value in VOLUME_MOUNT_PLUGIN_ENV]
     if ops.device_plugin and any(operator_shared(prof, p) for p in config.gpu_pools):
         values["devicePlugin"]["config"] = {"create": True, "name": DEVICE_PLUGIN_CONFIGMAP, "default": DEFAULT_ENTRY,
                                             "data": device_plugin_data(config)}

@@ -59,8 +59,9 @@ def forbidden_classes(priority: str) -> list[str]:
 # Kueue priority label, and a queued Workload preempts others long before any pod (and the pod quota) exists: the
 # template has to be held to the ceiling at submission. One entry per framework Kueue integrates
 # (scheduling.framework_catalog: BUILT_IN and every FRAMEWORKS entry, installed or not, plus Kubeflow
-# MPIJob/PyTorchJob) and Volcano's own kinds; TrainJob keeps no pod template of its own (its runtime does, and
-# runtimes are cluster-scoped).
+# MPIJob/PyTorchJob) and Volcano's own kinds. TrainJob keeps no priority of its own: its runtime's template does
+# (teams write no runtimes), and the pod templates its runtimePatches carry have no priorityClassName field (the
+# CRD's structural schema drops it). AppWrapper wraps any of these kinds: see wrapped_rule.
 TEMPLATE_PRIORITY_PATHS: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "Pod"): ("spec.priorityClassName",),
     ("batch", "Job"): ("spec.template.spec.priorityClassName",),
@@ -108,6 +109,30 @@ def uses_forbidden(path: str, base: str = "object") -> str:
     return walk(base, steps, 0)
 
 
+# AppWrapper (CodeFlare) carries whole objects of other kinds as schemaless components[].template.
+APPWRAPPER = ("workload.codeflare.dev", "AppWrapper")
+
+
+def _is_kind(obj: str, group: str, kind: str) -> str:
+    version = f'{obj}.apiVersion == "v1"' if not group else f"{obj}.apiVersion.startsWith({json.dumps(group + '/')})"
+    return f"{obj}.kind == {json.dumps(kind)} && {version}"
+
+
+def wrapped_rule() -> dict[str, str]:
+    """Every AppWrapper component is read as the kind it wraps; a component of a kind the table does not know
+    (another AppWrapper included) is refused, since its priority could sit anywhere."""
+    template = "c.template"
+    readable = " || ".join(
+        f"({_is_kind(template, group, kind)} && !({' || '.join(f'({uses_forbidden(p, template)})' for p in paths)}))"
+        for (group, kind), paths in TEMPLATE_PRIORITY_PATHS.items())
+    group, kind = APPWRAPPER
+    return {"expression": f"request.kind.group != {json.dumps(group)} || request.kind.kind != {json.dumps(kind)} || "
+                          f"!has(object.spec.components) || object.spec.components.all(c, "
+                          f"has({template}.kind) && has({template}.apiVersion) && ({readable}))",
+            "message": "every AppWrapper component must be a kind whose priority class the platform reads, "
+                       "at or below this namespace's team priority"}
+
+
 def ceiling_rules(team_label: str, priority_label: str) -> tuple[dict, list[dict[str, str]], list[dict[str, str]]]:
     """Match constraints, variables and validations of the admission policy that holds team objects to their
     namespace's priority ceiling where a ResourceQuota scope cannot look: a job's Kueue WorkloadPriorityClass
@@ -131,6 +156,7 @@ def ceiling_rules(team_label: str, priority_label: str) -> tuple[dict, list[dict
             "expression": f"request.kind.group != {json.dumps(group)} || request.kind.kind != {json.dumps(kind)} || "
                           f"!({found})",
             "message": f"this namespace's team may not use that priority class in a {kind} (above its priority)"})
+    validations.append(wrapped_rule())
     return match, variables, validations
 
 

@@ -14,6 +14,11 @@ does not count them, and a NIC-only pod on another team's node would leave that 
 And for every pod of a team whose namespace enforces Pod Security `privileged` (`teams[].podSecurity`, GKE
 GPUDirect): such a pod can own the node it runs on, so it may run only on the team's own pools, never on the system
 pool whose nodes hold the platform's credentials.
+And for every pod that can land on GPU nodes without asking for GPUs: one tolerating the GPU taint (a toleration
+with no key and operator Exists does) or naming its node may select no other team's GPU pool, by nodeSelector or
+node affinity (node_reach.py reads what they can select). Without it, a CPU pod tolerating everything lands on
+another team's GPU nodes, takes their CPU and memory, and, where the toolkit honours NVIDIA_VISIBLE_DEVICES, their
+GPUs. Team pods may set no NVIDIA_* device variables either (device_env.py).
 
 Why not per-pool resource names (device-plugin renaming): the device plugin renames only shared (time-sliced or
 MPS) resources, and renamed resources break every job spec and chart that asks for `nvidia.com/gpu`.
@@ -28,8 +33,11 @@ import pulumi_kubernetes.admissionregistration.v1 as admission
 import pulumi_kubernetes.meta.v1 as meta
 
 from components.clouds.labels import POOL_LABEL
-from components.config.model import FABRIC_SIDECAR, PlatformConfig
+from components.config.model import FABRIC_SIDECAR, GPU_TAINT, PlatformConfig
+from components.gpu.operands import volume_mount_devices
 from components.scheduling.kueue import fabric_resources
+from components.tenancy.device_env import env_validation, env_variables
+from components.tenancy.node_reach import reach_variables
 
 POLICY = "gpu-platform-gpu-pools"
 GPU_PREFIX = "nvidia.com/"  # whole GPUs, shared replicas and every MIG profile
@@ -61,7 +69,9 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
         {"name": "pools", "expression": "variables.team in variables.teamPools ? variables.teamPools[variables.team] "
                                         ": []"},
         {"name": "containers", "expression": "object.spec.containers + (has(object.spec.initContainers) ? "
-                                             "object.spec.initContainers : [])"},
+                                             "object.spec.initContainers : []) + "
+                                             "(has(object.spec.ephemeralContainers) ? "
+                                             "object.spec.ephemeralContainers : [])"},
         {"name": "gpu", "expression": f"variables.containers.exists(c, has(c.resources) && "
                                       f"({asks_gpu('limits')} || {asks_gpu('requests')}))"},
         {"name": "nics", "expression": f"variables.containers.exists(c, has(c.resources) && "
@@ -77,13 +87,16 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
                                                      "size(oldObject.spec.schedulingGates) > 0)"},
         {"name": "pool", "expression": f"has(object.spec.nodeSelector) && {pool} in object.spec.nodeSelector ? "
                                        f"object.spec.nodeSelector[{pool}] : \"\""},
+        *reach_variables([p.name for p in config.gpu_pools]),
+        *env_variables(),
     ]
     return {
         "failurePolicy": "Fail",
         "matchConstraints": {
             "namespaceSelector": {"matchExpressions": [{"key": team_label, "operator": "Exists"}]},
             "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-                               "resources": ["pods"], "scope": "Namespaced"}],
+                               # `kubectl debug` adds containers (and their env) through this subresource.
+                               "resources": ["pods", "pods/ephemeralcontainers"], "scope": "Namespaced"}],
         },
         "variables": variables,
         "validations": [{
@@ -93,7 +106,15 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
                        f"admitted by the team's queue or carry nodeSelector {POOL_LABEL} naming one of the team's "
                        f"pools (teams[].quotas)",
             "reason": "Forbidden",
-        }],
+        }, {
+            "expression": "!variables.reachesGpuNodes || variables.gated || "
+                          "!(variables.becomesSchedulable || variables.tolerationsChanged) || "
+                          "!variables.reachesOtherPool",
+            "message": f"a team pod tolerating the GPU taint ({GPU_TAINT}, or every taint) or naming its node may "
+                       f"select only the team's own GPU pools: nodeSelector {POOL_LABEL} naming one of them, or "
+                       f"node affinity on {POOL_LABEL} excluding every other GPU pool",
+            "reason": "Forbidden",
+        }, env_validation(env_from_honoured=not volume_mount_devices(config))],
     }
 
 
