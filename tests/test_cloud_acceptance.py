@@ -1,0 +1,105 @@
+"""Setups every cloud accepts are accepted here too: regions, instance types, names, sizes and versions that the
+platform once refused although the cloud takes them (issue 25, "Refuse only what the cloud refuses")."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from components.config.parse import parse
+from gpu_platform.engine import plan_stack
+
+GCP = {
+    "cloud": "gcp", "environment": "development",
+    "cluster": {"name": "ml", "region": "us-central1", "authorizedNetworks": ["203.0.113.0/24"],
+                "gcp": {"project": "acme", "zones": ["us-central1-a"]}},
+    "gpuPools": [{"name": "l4", "instanceType": "g2-standard-24", "maxNodes": 2}],
+    "teams": [{"name": "research", "quotas": {"l4": 2}}],
+}
+AZURE = {
+    "cloud": "azure", "environment": "development",
+    "cluster": {"name": "ml", "region": "eastus2", "authorizedNetworks": ["203.0.113.0/24"]},
+    "gpuPools": [{"name": "a10", "instanceType": "Standard_NV36ads_A10_v5", "maxNodes": 2}],
+    "teams": [{"name": "research", "quotas": {"a10": 2}}],
+}
+OCI = {
+    "cloud": "oci", "environment": "development",
+    "cluster": {"name": "ml", "region": "us-ashburn-1", "authorizedNetworks": ["203.0.113.0/24"],
+                "oci": {"compartmentId": "ocid1.compartment.oc1..a", "gpuImageId": "ocid1.image.oc1..g",
+                        "imageId": "ocid1.image.oc1..i"}},
+    "gpuPools": [{"name": "a10", "instanceType": "VM.GPU.A10.1", "maxNodes": 2}],
+    "teams": [{"name": "research", "quotas": {"a10": 2}}],
+}
+
+
+def base(cloud: str, raw: dict) -> dict:
+    return copy.deepcopy({"aws": raw, "gcp": GCP, "azure": AZURE, "oci": OCI}[cloud])
+
+
+def found(raw: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """(errors, warnings) by dotted path."""
+    _, problems = parse(raw)
+    return ({p.path: p.message for p in problems.errors}, {p.path: p.message for p in problems.warnings})
+
+
+def test_the_bases_are_valid(raw):
+    for cloud in ("aws", "gcp", "azure", "oci"):
+        assert found(base(cloud, raw))[0] == {}, cloud
+
+
+# T4, V100 and B300 instance types ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cloud, instance_type", [
+    ("aws", "g4dn.xlarge"), ("aws", "g4dn.12xlarge"), ("aws", "p3.2xlarge"), ("aws", "p3.16xlarge"),
+    ("aws", "p3dn.24xlarge"), ("aws", "p6-b300.48xlarge"),
+    ("azure", "Standard_NC4as_T4_v3"), ("azure", "Standard_NC64as_T4_v3"),
+    ("oci", "VM.GPU3.1"), ("oci", "BM.GPU3.8"),
+    ("gcp", "n1-standard-8+nvidia-tesla-t4x1"), ("gcp", "n1-standard-64+nvidia-tesla-v100x8"),
+])
+def test_t4_v100_and_b300_pools_validate(raw, cloud, instance_type):
+    config = base(cloud, raw)
+    pool = config["gpuPools"][0]
+    pool.update(instanceType=instance_type, maxNodes=1)
+    pool.pop("sharing", None)
+    config["teams"][0]["quotas"] = {pool["name"]: 1}
+    assert found(config)[0] == {}
+
+
+@pytest.mark.parametrize("instance_type", ["g4dn.xlarge", "p3.2xlarge", "VM.GPU3.1"])
+def test_t4_and_v100_refuse_mig(raw, instance_type):
+    cloud = "oci" if instance_type.startswith("VM.") else "aws"
+    config = base(cloud, raw)
+    config["gpuPools"][0].update(instanceType=instance_type, sharing={"mode": "mig", "migProfile": "all-1g.10gb"})
+    assert "MIG" in found(config)[0]["gpuPools[0].sharing.mode"]
+
+
+def test_b300_takes_its_mig_layouts(raw):
+    raw["gpuPools"][1].update(instanceType="p6-b300.48xlarge", sharing={"mode": "mig", "migProfile": "all-balanced"})
+    raw["teams"][1]["quotas"] = {"a100-infer": 16}
+    assert found(raw)[0] == {}
+
+
+def test_p6_b300_efa_skips_its_ena_only_primary_card():
+    plan = plan_stack("aws-prod", config_overrides={
+        "gpu-platform:gpuPools": [{"name": "b300", "instanceType": "p6-b300.48xlarge", "maxNodes": 2,
+                                   "fabric": "efa", "workload": "training"},
+                                  {"name": "v100", "instanceType": "p3dn.24xlarge", "maxNodes": 2,
+                                   "workload": "training"}],
+        "gpu-platform:teams": [{"name": "lab", "quotas": {"b300": 16, "v100": 16}}]})
+    templates = {r.name: r.inputs for r in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate")}
+    b300 = next(t for name, t in templates.items() if "b300" in name)["networkInterfaces"]
+    assert [(i["networkCardIndex"], i.get("interfaceType")) for i in b300] == [
+        (0, None), *((card, "efa-only") for card in range(1, 17))]
+    # fabric: auto gives p3dn its one EFA interface, as on every P-family type with EFA.
+    v100 = next(t for name, t in templates.items() if "v100" in name)["networkInterfaces"]
+    assert [(i["networkCardIndex"], i["interfaceType"]) for i in v100] == [(0, "efa")]
+
+
+def test_gke_n1_pools_attach_their_accelerator():
+    plan = plan_stack("gcp-dev", config_overrides={
+        "gpu-platform:gpuPools": [{"name": "t4", "instanceType": "n1-standard-16+nvidia-tesla-t4x2", "maxNodes": 2}],
+        "gpu-platform:teams": [{"name": "alpha", "quotas": {"t4": 4}}, {"name": "beta", "quotas": {"t4": 4}}]})
+    (pool,) = [r.inputs for r in plan.of_type("gcp:container/nodePool:NodePool") if r.inputs["name"] != "system"]
+    assert pool["nodeConfig"]["machineType"] == "n1-standard-16"
+    (accelerator,) = pool["nodeConfig"]["guestAccelerators"]
+    assert (accelerator["type"], accelerator["count"]) == ("nvidia-tesla-t4", 2)
