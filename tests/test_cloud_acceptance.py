@@ -103,3 +103,47 @@ def test_gke_n1_pools_attach_their_accelerator():
     assert pool["nodeConfig"]["machineType"] == "n1-standard-16"
     (accelerator,) = pool["nodeConfig"]["guestAccelerators"]
     assert (accelerator["type"], accelerator["count"]) == ("nvidia-tesla-t4", 2)
+
+
+# Regions: EKS in China and GovCloud, OKE in government and dedicated regions ------------------------------------
+
+@pytest.mark.parametrize("cloud, region", [
+    ("aws", "cn-north-1"), ("aws", "cn-northwest-1"), ("aws", "us-gov-west-1"), ("aws", "us-gov-east-1"),
+    ("oci", "us-langley-1"), ("oci", "us-luke-1"), ("oci", "us-gov-ashburn-1"), ("oci", "us-gov-phoenix-1"),
+    ("oci", "uk-gov-london-1"), ("oci", "eu-dcc-milan-1"),
+])
+def test_partition_and_government_regions_are_accepted(raw, cloud, region):
+    config = base(cloud, raw)
+    config["cluster"]["region"] = region
+    errors, warnings = found(config)
+    assert errors == {} and "cluster.region" not in warnings
+
+
+@pytest.mark.parametrize("cloud, region", [
+    ("oci", "us-gov-west-1"), ("oci", "us-east-1"), ("oci", "us-central1"), ("aws", "us-gov-ashburn-1"),
+    ("aws", "cn-beijing-1"),
+])
+def test_another_clouds_region_is_still_refused(raw, cloud, region):
+    config = base(cloud, raw)
+    config["cluster"]["region"] = region
+    assert "is it from another cloud?" in found(config)[0]["cluster.region"]
+
+
+def _iam(plan):
+    trust = {r.name: r.inputs["assumeRolePolicy"] for r in plan.of_type("aws:iam/role:Role")}
+    policies = {r.inputs["policyArn"] for r in plan.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")}
+    return trust, policies
+
+
+@pytest.mark.parametrize("region, partition, ec2", [
+    ("cn-north-1", "aws-cn", "ec2.amazonaws.com.cn"),
+    ("us-gov-west-1", "aws-us-gov", "ec2.amazonaws.com"),
+])
+def test_arns_follow_the_regions_partition(region, partition, ec2):
+    plan = plan_stack("aws-dev", config_overrides={"gpu-platform:cluster": {
+        "name": "ml-dev", "region": region, "authorizedNetworks": ["203.0.113.0/24"]}})
+    trust, policies = _iam(plan)
+    assert policies and all(arn.startswith(f"arn:{partition}:iam::aws:policy/") for arn in policies), policies
+    assert f'"Service": "{ec2}"' in trust["ml-dev-node"]
+    assert '"Service": "eks.amazonaws.com"' in trust["ml-dev-cluster"]
+    assert {r.inputs["region"] for r in plan.of_type("pulumi:providers:aws")} == {region}

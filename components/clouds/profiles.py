@@ -153,6 +153,15 @@ class GpuDirect:
 
 
 @dataclass(frozen=True)
+class ArnPartition:
+    """An AWS partition: the regions in it, the first field of its ARNs, and the EC2 service principal there."""
+
+    name: str  # arn:<name>:...
+    region_prefix: str  # regions starting with it are in the partition; "" (the commercial partition, last) any other
+    ec2_principal: str = "ec2.amazonaws.com"
+
+
+@dataclass(frozen=True)
 class CloudProfile:
     """What differs between clouds, stated once."""
 
@@ -270,6 +279,12 @@ class CloudProfile:
     # The cluster's CNI enforces no NetworkPolicy, so the platform installs Calico in policy-only mode beside it
     # (components/tenancy/calico.py) on clusters it creates.
     calico_policy_only: bool = False
+    # The partitions whose ARNs the program builds (AWS managed policies, trust principals), first match by region.
+    arn_partitions: tuple[ArnPartition, ...] = ()
+
+    def arn_partition(self, region: str) -> ArnPartition:
+        """The partition `region` is in; ARNs built with another partition's name do not exist there."""
+        return next(p for p in self.arn_partitions if region.startswith(p.region_prefix))
 
 
 def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
@@ -657,8 +672,19 @@ PROFILES: dict[str, CloudProfile] = {
         # EKS knows IAM principals, not Kubernetes groups: an access entry per principal names the groups it joins.
         team_principals=ExtraKey(list, "IAM role or user ARNs whose sessions join the team's groups (EKS access "
                                        "entries)", check=_iam_principals),
-        region_pattern=r"(us|eu|ap|sa|ca|me|af|il|mx)(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|"
+        region_pattern=r"(us|eu|ap|sa|ca|me|af|il|mx|cn)(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|"
                        r"southeast|northwest|southwest)-\d",
+        # China and GovCloud regions (EKS runs in both) are partitions of their own: an arn:aws: policy does not
+        # exist there, and China's EC2 service principal has its own domain (eksctl's ServicePrincipalPartitionMap).
+        arn_partitions=(
+            ArnPartition("aws-cn", "cn-", ec2_principal="ec2.amazonaws.com.cn"),
+            ArnPartition("aws-us-gov", "us-gov-"),
+            ArnPartition("aws-iso", "us-iso-"),
+            ArnPartition("aws-iso-b", "us-isob-"),
+            ArnPartition("aws-iso-f", "us-isof-"),
+            ArnPartition("aws-iso-e", "eu-isoe-"),
+            ArnPartition("aws", ""),
+        ),
         region_example="us-east-1",
         # EKS GPU node groups get EFA interfaces, a cluster placement group and the EFA device plugin (aws_fabric).
         fabrics={"efa": _EFA},
@@ -876,9 +902,11 @@ PROFILES: dict[str, CloudProfile] = {
         # The OCI autoscaler builds a node pool's scale-from-zero template from its shape's GPU count
         # (cloudprovider/oci/nodepools/oci_manager.go): only nvidia.com/gpu, never MIG resources.
         autoscaler_template_whole_gpus=True,
-        # OCI regions name a city (us-ashburn-1); AWS's compass words there mean an AWS region was pasted.
-        region_pattern=r"[a-z]{2}-(?!(north|south|east|west|central|northeast|southeast|northwest|southwest)-)"
-                       r"[a-z]+-[0-9]+",
+        # OCI region identifiers are <geo>-<name>-<n>, the name a city (us-ashburn-1) that government and dedicated
+        # regions prefix (us-gov-ashburn-1, uk-gov-london-1, eu-dcc-milan-1); a compass word before the number means
+        # an AWS region was pasted.
+        region_pattern=r"(?!.*-(north|south|east|west|central|northeast|southeast|northwest|southwest)-[0-9]+$)"
+                       r"[a-z]{2}(-[a-z]+)+-[0-9]+",
         region_example="us-ashburn-1",
         instance_type_pattern=r"(VM|BM)\.[A-Za-z0-9.]+",
         instance_type_example="VM.Standard.E5.Flex",
