@@ -147,3 +147,23 @@ def test_arns_follow_the_regions_partition(region, partition, ec2):
     assert f'"Service": "{ec2}"' in trust["ml-dev-node"]
     assert '"Service": "eks.amazonaws.com"' in trust["ml-dev-cluster"]
     assert {r.inputs["region"] for r in plan.of_type("pulumi:providers:aws")} == {region}
+
+
+# GKE's node limit is per zone ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("zones, max_nodes, error", [
+    (["us-central1-a", "us-central1-b", "us-central1-c"], 3000, None),
+    (["us-central1-a", "us-central1-b", "us-central1-c"], 3001, "must be <= 3000 (GKE node pool limit, 1000 per zone "
+                                                               "in 3 zones)"),
+    (["us-central1-a"], 1001, "must be <= 1000 (GKE node pool limit)"),
+])
+def test_gke_pools_hold_a_thousand_nodes_per_zone(raw, zones, max_nodes, error):
+    config = base("gcp", raw)
+    config["cluster"]["gcp"]["zones"] = zones
+    config["gpuPools"][0]["maxNodes"] = max_nodes
+    config["cluster"]["systemPool"] = {"maxNodes": max_nodes}
+    errors = found(config)[0]
+    if error is None:
+        assert errors == {}
+    else:
+        assert error in errors["gpuPools[0].maxNodes"] and error in errors["cluster.systemPool.maxNodes"]

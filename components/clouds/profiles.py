@@ -272,6 +272,8 @@ class CloudProfile:
     zone_pattern: str = ""  # a zone of region R: the pattern with {region} replaced by R
     # Most nodes one node pool can have (the cloud's per-pool limit); maxNodes above it would fail at create time.
     max_pool_nodes: int = 1000
+    # The limit counts one zone's nodes, so a pool spread over the zones of `zones_key` holds it once per zone.
+    max_pool_nodes_per_zone: bool = False
     # Block/rack node labels for Kueue topology-aware scheduling (None: the cloud sets none, only the hostname).
     network_topology: NetworkTopology | None = None
     # The fast fabrics the platform can attach to this cloud's GPU pools, by gpuPools[].fabric value.
@@ -281,6 +283,13 @@ class CloudProfile:
     calico_policy_only: bool = False
     # The partitions whose ARNs the program builds (AWS managed policies, trust principals), first match by region.
     arn_partitions: tuple[ArnPartition, ...] = ()
+
+    def pool_node_limit(self, zones: int) -> tuple[int, str]:
+        """The most nodes a pool over `zones` zones may have, and the limit's name for errors."""
+        if self.max_pool_nodes_per_zone and zones > 1:
+            return (self.max_pool_nodes * zones,
+                    f"{self.service} node pool limit, {self.max_pool_nodes} per zone in {zones} zones")
+        return self.max_pool_nodes, f"{self.service} node pool limit"
 
     def arn_partition(self, region: str) -> ArnPartition:
         """The partition `region` is in; ARNs built with another partition's name do not exist there."""
@@ -836,8 +845,9 @@ PROFILES: dict[str, CloudProfile] = {
         cluster_name_pattern=r"[a-z]([-a-z0-9]*[a-z0-9])?",
         cluster_name_doc="GKE cluster names start with a letter",
         zone_pattern="{region}-[a-z]",
-        # GKE allows at most 1000 nodes per node pool zone.
+        # GKE allows at most 1000 nodes per node pool zone: a regional pool over three zones holds 3000.
         max_pool_nodes=1000,
+        max_pool_nodes_per_zone=True,
         # A3 High (TCPX, 4 GPU NICs) and A3 Mega (TCPXO, 8) pools get one VPC per GPU NIC, multi-networking, compact
         # placement, the NCCL plugin installer and the NRI device injector (gcp_fabric, gpu/gpudirect); A3 Ultra and
         # A4 (RDMA over RoCE) are not attached.

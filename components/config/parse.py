@@ -50,7 +50,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
 
     cluster = _cluster(top.value("cluster"), prof, production, problems)
     pool_items = top.list("gpuPools", required=True)
-    pools = read_pools(pool_items, prof, problems)
+    pools = read_pools(pool_items, prof, problems, _zone_count(cluster, prof))
     if prof and cluster:
         pools = provisioner_fabrics(cluster.extras, pool_items, pools, prof)
     declared = set(name_index(pool_items))
@@ -115,14 +115,21 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
     private = sec.bool("privateEndpoint", production)
     networks = _authorized_networks(sec, prof, production, bool(private), problems)
 
+    extras: dict[str, Any] = {}
+    for other in CLOUDS:
+        if sec.has(other) and prof and other != prof.name:
+            problems.add(sec.at(other), f"is a block for {other}, but this stack's cloud is {prof.name}; "
+                                        f"only `cluster.{prof.name}` is allowed")
+    if prof:
+        extras = _extras(sec.value(prof.name, {}), sec.at(prof.name), prof, region, problems)
+
     sys_sec = Section(sec.value("systemPool", {}), sec.at("systemPool"), problems, ("instanceType", "minNodes", "maxNodes"))
     system_type = sys_sec.raw.get("instanceType")
     if prof and isinstance(system_type, str) and system_type in {t.name for t in catalog.instance_types(prof.name)}:
         problems.add(sys_sec.at("instanceType"), f"{sys_sec.raw['instanceType']} is a GPU instance type; the system "
                                                  "pool runs the platform's controllers on CPU nodes (GPU pools are "
                                                  "gpuPools)")
-    pool_limit = prof.max_pool_nodes if prof else None
-    why = f"{prof.service} node pool limit" if prof else ""
+    pool_limit, why = prof.pool_node_limit(len(extras.get(prof.zones_key) or ())) if prof else (None, "")
     system = NodePool(
         instance_type=_cloud_format(sys_sec, "instanceType", prof, "instance_type_pattern", "instance_type_example",
                                     "instance type", prof.default_system_instance if prof else None) or "",
@@ -134,18 +141,17 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
     if isinstance(system.min_nodes, int) and isinstance(system.max_nodes, int) and system.min_nodes > system.max_nodes:
         problems.add(sys_sec.at("maxNodes"), f"must be >= minNodes ({system.min_nodes}); got {system.max_nodes}")
 
-    extras: dict[str, Any] = {}
-    for other in CLOUDS:
-        if sec.has(other) and prof and other != prof.name:
-            problems.add(sec.at(other), f"is a block for {other}, but this stack's cloud is {prof.name}; "
-                                        f"only `cluster.{prof.name}` is allowed")
-    if prof:
-        extras = _extras(sec.value(prof.name, {}), sec.at(prof.name), prof, region, problems)
     if kubeconfig is not None:
         _adopted_warnings(sec, prof, problems)
     return Cluster(name=name or "", region=region or "", kubernetes_version=version or "", system_pool=system,
                    existing_kubeconfig=kubeconfig if isinstance(kubeconfig, str) else None,
                    private_endpoint=bool(private), authorized_networks=networks, extras=extras)
+
+
+def _zone_count(cluster: Cluster | None, prof: CloudProfile | None) -> int:
+    """How many zones a pool spans: those of the cloud's zone list (GKE), else one for the per-pool limit."""
+    zones = cluster.extras.get(prof.zones_key) if cluster and prof and prof.zones_key else None
+    return len(zones) if zones else 1
 
 
 def _authorized_networks(sec: Section, prof: CloudProfile | None, production: bool, private: bool,
