@@ -167,3 +167,23 @@ def test_gke_pools_hold_a_thousand_nodes_per_zone(raw, zones, max_nodes, error):
         assert errors == {}
     else:
         assert error in errors["gpuPools[0].maxNodes"] and error in errors["cluster.systemPool.maxNodes"]
+
+
+# Cluster names: each cloud's own rule ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cloud, name, fragment", [
+    ("aws", "ML_Prod", None), ("aws", "1" + "a" * 99, None), ("aws", "_ml", "EKS cluster names are 1-100"),
+    ("aws", "a" * 101, "got 101 characters"),
+    ("gcp", "ml-prod", None), ("gcp", "ML_Prod", "GKE cluster names start with a letter"),
+    ("gcp", "a" * 41, "1-40 lowercase"), ("gcp", "1ml", "start with a letter"),
+    ("azure", "ml-prod", None), ("azure", "ml_prod", "is not a AKS cluster name"),
+    ("oci", "ml-prod", None),
+])
+def test_cluster_names_follow_their_clouds_rule(raw, cloud, name, fragment):
+    config = base(cloud, raw)
+    config["cluster"]["name"] = name
+    errors = found(config)[0]
+    if fragment is None:
+        assert errors == {}
+    else:
+        assert fragment in errors["cluster.name"]

@@ -267,8 +267,9 @@ class CloudProfile:
     region_example: str = ""
     instance_type_pattern: str = r".+"  # the system pool's instance type (GPU pools are looked up in the catalog)
     instance_type_example: str = ""
-    cluster_name_pattern: str = r".+"  # on top of DNS-1123 and 40 characters
-    cluster_name_doc: str = ""
+    # The cluster names the cloud takes, as the program uses them (a regex for the whole name), and their rule in words.
+    cluster_name_pattern: str = r"[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?"
+    cluster_name_doc: str = "1-40 lowercase letters, digits and '-', starting and ending with a letter or digit"
     zone_pattern: str = ""  # a zone of region R: the pattern with {region} replaced by R
     # Most nodes one node pool can have (the cloud's per-pool limit); maxNodes above it would fail at create time.
     max_pool_nodes: int = 1000
@@ -695,6 +696,9 @@ PROFILES: dict[str, CloudProfile] = {
             ArnPartition("aws", ""),
         ),
         region_example="us-east-1",
+        # EKS CreateCluster takes 1-100 characters, upper case and underscores included.
+        cluster_name_pattern=r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}",
+        cluster_name_doc="EKS cluster names are 1-100 letters, digits, '-' and '_', starting with a letter or digit",
         # EKS GPU node groups get EFA interfaces, a cluster placement group and the EFA device plugin (aws_fabric).
         fabrics={"efa": _EFA},
         instance_type_pattern=r"[a-z][a-z0-9-]*\.[a-z0-9]+",
@@ -841,9 +845,10 @@ PROFILES: dict[str, CloudProfile] = {
         region_example="us-central1",
         instance_type_pattern=r"[a-z][a-z0-9]*-[a-z0-9]+(-[a-z0-9]+)*",
         instance_type_example="e2-standard-8",
-        # GKE cluster names must start with a letter.
-        cluster_name_pattern=r"[a-z]([-a-z0-9]*[a-z0-9])?",
-        cluster_name_doc="GKE cluster names start with a letter",
+        # GKE cluster names: at most 40 characters, starting with a letter.
+        cluster_name_pattern=r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?",
+        cluster_name_doc="GKE cluster names start with a letter: 1-40 lowercase letters, digits and '-', not ending "
+                         "with '-'",
         zone_pattern="{region}-[a-z]",
         # GKE allows at most 1000 nodes per node pool zone: a regional pool over three zones holds 3000.
         max_pool_nodes=1000,
