@@ -187,3 +187,20 @@ def test_cluster_names_follow_their_clouds_rule(raw, cloud, name, fragment):
         assert errors == {}
     else:
         assert fragment in errors["cluster.name"]
+
+
+# AKS constrained-vCPU sizes -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("size, fragment", [
+    ("Standard_E16-8s_v5", None), ("Standard_DS13-2_v2", None), ("Standard_M128-64ms", None),
+    ("Standard_D8s_v5", None), ("Standard_ND96isr_H100_v5", "is a GPU instance type"),
+    ("Standard_E16--8s_v5", "is not a AKS instance type"), ("m6i.2xlarge", "is not a AKS instance type"),
+])
+def test_aks_system_pool_takes_constrained_vcpu_sizes(raw, size, fragment):
+    config = base("azure", raw)
+    config["cluster"]["systemPool"] = {"instanceType": size}
+    errors = found(config)[0]
+    if fragment is None:
+        assert errors == {}
+    else:
+        assert fragment in errors["cluster.systemPool.instanceType"]

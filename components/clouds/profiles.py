@@ -762,7 +762,8 @@ PROFILES: dict[str, CloudProfile] = {
         operator_runtime_class="nvidia-container-runtime",
         region_pattern=r"[a-z]+[a-z0-9]*",
         region_example="eastus2",
-        instance_type_pattern=r"Standard_[A-Za-z0-9_]+",
+        # Constrained-vCPU sizes put the active vCPUs after a hyphen (Standard_E16-8s_v5, Standard_DS13-2_v2).
+        instance_type_pattern=r"Standard_[A-Za-z]+[0-9]+(-[0-9]+)?[A-Za-z]*(_[A-Za-z0-9]+)*",
         instance_type_example="Standard_D8s_v5",
         # AKS node pools hold at most 1000 nodes (maxCount).
         max_pool_nodes=1000,
