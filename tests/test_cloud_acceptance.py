@@ -110,7 +110,7 @@ def test_gke_n1_pools_attach_their_accelerator():
 @pytest.mark.parametrize("cloud, region", [
     ("aws", "cn-north-1"), ("aws", "cn-northwest-1"), ("aws", "us-gov-west-1"), ("aws", "us-gov-east-1"),
     ("oci", "us-langley-1"), ("oci", "us-luke-1"), ("oci", "us-gov-ashburn-1"), ("oci", "us-gov-phoenix-1"),
-    ("oci", "uk-gov-london-1"), ("oci", "eu-dcc-milan-1"),
+    ("oci", "uk-gov-london-1"),
 ])
 def test_partition_and_government_regions_are_accepted(raw, cloud, region):
     config = base(cloud, raw)
@@ -204,3 +204,75 @@ def test_aks_system_pool_takes_constrained_vcpu_sizes(raw, size, fragment):
         assert errors == {}
     else:
         assert fragment in errors["cluster.systemPool.instanceType"]
+
+
+# Tables that go stale: regions and Kubernetes versions --------------------------------------------------------------
+
+@pytest.mark.parametrize("cloud, region", [
+    ("aws", "ap-southeast-9"), ("gcp", "europe-west99"), ("azure", "atlantiscentral"), ("oci", "eu-dcc-milan-1"),
+])
+def test_an_unknown_well_formed_region_is_a_warning_naming_the_table(raw, cloud, region):
+    config = base(cloud, raw)
+    config["cluster"]["region"] = region
+    if cloud == "gcp":
+        config["cluster"]["gcp"]["zones"] = [f"{region}-a"]
+    errors, warnings = found(config)
+    assert errors == {}
+    assert "region table (CloudProfile.regions, as of 2026-12-03)" in warnings["cluster.region"]
+
+
+@pytest.mark.parametrize("cloud, version", [("aws", "1.37"), ("gcp", "1.37"), ("azure", "1.38.1"), ("oci", "1.37.1")])
+def test_a_newer_kubernetes_version_is_a_warning_naming_the_table(raw, cloud, version):
+    config = base(cloud, raw)
+    config["cluster"]["kubernetesVersion"] = version
+    errors, warnings = found(config)
+    assert errors == {}
+    assert "version table" in warnings["cluster.kubernetesVersion"]
+    assert "(CloudProfile.kubernetes_versions, as of 2026-12-03)" in warnings["cluster.kubernetesVersion"]
+
+
+@pytest.mark.parametrize("cloud, version, fragment", [
+    ("aws", "1.35.2", "it takes a minor version like \"1.35\""),
+    ("aws", "1.3", "like \"1.35\" or \"1.35.2\""),
+    ("gcp", "v1.35", "like \"1.35\" or \"1.35.2\""),
+    ("gcp", "1.30", "is not a version GKE offers here"),
+    ("oci", "1.37", "give the full version, e.g. \"1.37.1\""),
+])
+def test_malformed_or_ended_versions_are_still_refused(raw, cloud, version, fragment):
+    config = base(cloud, raw)
+    config["cluster"]["kubernetesVersion"] = version
+    assert fragment in found(config)[0]["cluster.kubernetesVersion"]
+
+
+@pytest.mark.parametrize("cloud, version", [("gcp", "1.35.2"), ("azure", "1.36.3"), ("oci", "1.35.4")])
+def test_patch_versions_where_the_api_takes_them(raw, cloud, version):
+    config = base(cloud, raw)
+    config["cluster"]["kubernetesVersion"] = version
+    assert found(config) == ({}, {})
+
+
+def test_a_patch_version_reaches_the_api_and_minor_keyed_settings_use_its_minor():
+    plan = plan_stack("gcp-dev", config_overrides={"gpu-platform:cluster": {
+        "name": "ml-dev-gke", "region": "europe-west4", "kubernetesVersion": "1.36.2",
+        "authorizedNetworks": ["203.0.113.0/24"], "gcp": {"project": "acme-ml-dev", "zones": ["europe-west4-a"]}}})
+    (cluster,) = plan.of_type("gcp:container/cluster:Cluster")
+    assert cluster.inputs["minMasterVersion"] == "1.36.2"
+    labels = [r.inputs["metadata"].get("labels", {}) for r in plan.of_type("kubernetes:core/v1:Namespace")]
+    versions = {v for ls in labels for k, v in ls.items() if k.endswith("-version")}
+    assert versions == {"v1.36"}
+
+
+def test_oke_gets_the_full_version_and_a_newer_minor_keeps_a_pinned_autoscaler():
+    plan = plan_stack("oci-prod", config_overrides={"gpu-platform:cluster": {
+        **_stack_cluster("oci-prod"), "kubernetesVersion": "1.37.2"}})
+    (cluster,) = plan.of_type("oci:ContainerEngine/cluster:Cluster")
+    assert cluster.inputs["kubernetesVersion"] == "v1.37.2"
+    (release,) = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "cluster-autoscaler"]
+    assert release.inputs["values"]["image"]["tag"] == "v1.36.1"
+
+
+def _stack_cluster(stack: str) -> dict:
+    import yaml
+
+    from gpu_platform.engine.plan import PROJECT_ROOT
+    return yaml.safe_load((PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())["config"]["gpu-platform:cluster"]

@@ -39,7 +39,7 @@ def test_defaults_follow_environment(raw):
     (lambda r: r["cluster"].update(name="ml.prod"), "cluster.name", "is not a EKS cluster name"),
     (lambda r: r["cluster"].update(name="a" * 101), "cluster.name", "1-100 letters"),
     (lambda r: r["cluster"].pop("region"), "cluster.region", "is required"),
-    (lambda r: r["cluster"].update(kubernetesVersion="latest"), "cluster.kubernetesVersion", "minor version"),
+    (lambda r: r["cluster"].update(kubernetesVersion="latest"), "cluster.kubernetesVersion", "Kubernetes version like"),
     (lambda r: r["cluster"].update(kubernetesVersion=1.33), "cluster.kubernetesVersion", "must be a string"),
     (lambda r: r["cluster"].update(azure={"resourceGroup": "rg"}), "cluster.azure", "only `cluster.aws`"),
     (lambda r: r["cluster"].update(aws={"vpcid": "vpc-1"}), "cluster.aws.vpcid", "allowed: vpcId"),

@@ -262,6 +262,12 @@ class CloudProfile:
     operator_runtime_class: str = ""
     # Environment the operator's container toolkit needs on this cloud's nodes (toolkit.env).
     toolkit_env: tuple[tuple[str, str], ...] = ()
+    # How the cloud API's version field takes cluster.kubernetesVersion: "minor" only (1.35), "minor-or-patch" (1.35 or
+    # 1.35.2), or "patch" (a full version; a bare minor becomes its kubernetes_versions entry), prefixed as it wants.
+    kubernetes_version_form: str = "minor"
+    kubernetes_version_prefix: str = ""
+    # The regions the cloud had when REGIONS_AS_OF was written: another well-formed region is warned about, not refused.
+    regions: tuple[str, ...] = ()
     # Formats the cloud API takes (regexes for the whole value), checked before anything is created.
     region_pattern: str = r".+"
     region_example: str = ""
@@ -284,6 +290,10 @@ class CloudProfile:
     calico_policy_only: bool = False
     # The partitions whose ARNs the program builds (AWS managed policies, trust principals), first match by region.
     arn_partitions: tuple[ArnPartition, ...] = ()
+
+    def kubernetes_api_version(self, version: str) -> str:
+        """What the cloud API's version field takes for a validated cluster.kubernetesVersion."""
+        return self.kubernetes_versions.get(version) or f"{self.kubernetes_version_prefix}{version}"
 
     def pool_node_limit(self, zones: int) -> tuple[int, str]:
         """The most nodes a pool over `zones` zones may have, and the limit's name for errors."""
@@ -494,6 +504,51 @@ _EKS_GPU_IMAGES = {
 #   check `oci ce cluster-options get --cluster-option-id all` before a first `pulumi up` in a new region.
 # 1.37 is left out everywhere until every cloud has it GA. The default is the newest minor on all four tables.
 DEFAULT_KUBERNETES_VERSION = "1.35"
+KUBERNETES_VERSIONS_AS_OF = "2026-12-03"
+
+# Each cloud's public regions on this date (AWS and Azure with their China and government regions). OCI dedicated
+# regions (eu-dcc-*) belong to one customer each and are never listed.
+REGIONS_AS_OF = "2026-12-03"
+_AWS_REGIONS = (
+    "us-east-1", "us-east-2", "us-west-1", "us-west-2", "af-south-1", "ap-east-1", "ap-east-2", "ap-south-1",
+    "ap-south-2", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-southeast-1", "ap-southeast-2",
+    "ap-southeast-3", "ap-southeast-4", "ap-southeast-5", "ap-southeast-6", "ap-southeast-7", "ca-central-1",
+    "ca-west-1", "eu-central-1", "eu-central-2", "eu-north-1", "eu-south-1", "eu-south-2", "eu-west-1", "eu-west-2",
+    "eu-west-3", "il-central-1", "me-central-1", "me-south-1", "mx-central-1", "sa-east-1",
+    "cn-north-1", "cn-northwest-1", "us-gov-east-1", "us-gov-west-1",
+)
+_AZURE_REGIONS = (
+    "eastus", "eastus2", "westus", "westus2", "westus3", "centralus", "northcentralus", "southcentralus",
+    "westcentralus", "canadacentral", "canadaeast", "brazilsouth", "brazilsoutheast", "mexicocentral", "chilecentral",
+    "northeurope", "westeurope", "uksouth", "ukwest", "francecentral", "francesouth", "germanywestcentral",
+    "germanynorth", "switzerlandnorth", "switzerlandwest", "norwayeast", "norwaywest", "swedencentral", "swedensouth",
+    "polandcentral", "italynorth", "spaincentral", "austriaeast", "belgiumcentral", "australiaeast",
+    "australiasoutheast", "australiacentral", "australiacentral2", "eastasia", "southeastasia", "japaneast",
+    "japanwest", "koreacentral", "koreasouth", "centralindia", "southindia", "westindia", "jioindiawest",
+    "jioindiacentral", "uaenorth", "uaecentral", "qatarcentral", "israelcentral", "southafricanorth",
+    "southafricawest", "newzealandnorth", "indonesiacentral", "malaysiawest",
+    "usgovvirginia", "usgovarizona", "usgovtexas", "chinaeast2", "chinaeast3", "chinanorth2", "chinanorth3",
+)
+_GCP_REGIONS = (
+    "us-central1", "us-east1", "us-east4", "us-east5", "us-south1", "us-west1", "us-west2", "us-west3", "us-west4",
+    "northamerica-northeast1", "northamerica-northeast2", "northamerica-south1", "southamerica-east1",
+    "southamerica-west1", "europe-central2", "europe-north1", "europe-north2", "europe-southwest1", "europe-west1",
+    "europe-west2", "europe-west3", "europe-west4", "europe-west6", "europe-west8", "europe-west9", "europe-west10",
+    "europe-west12", "asia-east1", "asia-east2", "asia-northeast1", "asia-northeast2", "asia-northeast3",
+    "asia-south1", "asia-south2", "asia-southeast1", "asia-southeast2", "australia-southeast1",
+    "australia-southeast2", "me-central1", "me-central2", "me-west1", "africa-south1",
+)
+_OCI_REGIONS = (
+    "af-johannesburg-1", "ap-batam-1", "ap-chuncheon-1", "ap-hyderabad-1", "ap-melbourne-1", "ap-mumbai-1",
+    "ap-osaka-1", "ap-seoul-1", "ap-singapore-1", "ap-singapore-2", "ap-sydney-1", "ap-tokyo-1", "ca-montreal-1",
+    "ca-toronto-1", "eu-amsterdam-1", "eu-frankfurt-1", "eu-jovanovac-1", "eu-madrid-1", "eu-marseille-1",
+    "eu-milan-1", "eu-paris-1", "eu-stockholm-1", "eu-zurich-1", "il-jerusalem-1", "me-abudhabi-1", "me-dubai-1",
+    "me-jeddah-1", "me-riyadh-1", "mx-monterrey-1", "mx-queretaro-1", "sa-bogota-1", "sa-santiago-1",
+    "sa-saopaulo-1", "sa-valparaiso-1", "sa-vinhedo-1", "uk-cardiff-1", "uk-london-1", "us-ashburn-1",
+    "us-chicago-1", "us-phoenix-1", "us-sanjose-1",
+    "us-langley-1", "us-luke-1", "us-gov-ashburn-1", "us-gov-chicago-1", "us-gov-phoenix-1", "uk-gov-cardiff-1",
+    "uk-gov-london-1",
+)
 
 
 def _minors(*minors: str) -> dict[str, str]:
@@ -631,6 +686,9 @@ PROFILES: dict[str, CloudProfile] = {
         pool_naming=PoolNaming(max_len=59, pattern=r"[A-Za-z0-9][A-Za-z0-9_-]{0,58}"),
         default_system_instance="m6i.2xlarge",
         kubernetes_versions=_minors("1.32", "1.33", "1.34", "1.35", "1.36"),
+        # CreateCluster's version is a minor ("1.35"); EKS picks the patch itself.
+        kubernetes_version_form="minor",
+        regions=_AWS_REGIONS,
         extras={
             "vpcId": ExtraKey(str, "existing VPC id; omit to create a private VPC", requires=("subnetIds",),
                               check=lambda v: None if v.startswith("vpc-") else f"must be a VPC id (vpc-...); got {v!r}"),
@@ -726,6 +784,9 @@ PROFILES: dict[str, CloudProfile] = {
         pool_naming=PoolNaming(max_len=12, pattern=r"[a-z][a-z0-9]{0,11}", drop_hyphens=True),
         default_system_instance="Standard_D8s_v5",
         kubernetes_versions=_minors("1.35", "1.36"),
+        # ManagedCluster.kubernetesVersion takes a minor (AKS picks the newest patch) or a full patch version.
+        kubernetes_version_form="minor-or-patch",
+        regions=_AZURE_REGIONS,
         extras={
             "resourceGroup": ExtraKey(str, "existing resource group; omit to create one"),
             "vnetSubnetId": ExtraKey(str, "existing subnet id for nodes; omit to create a VNet"),
@@ -794,6 +855,9 @@ PROFILES: dict[str, CloudProfile] = {
         pool_naming=PoolNaming(max_len=40, pattern=r"[a-z]([a-z0-9-]{0,38}[a-z0-9])?"),
         default_system_instance="e2-standard-8",
         kubernetes_versions=_minors("1.35", "1.36"),
+        # min_master_version takes a minor ("1.35") or a patch version ("1.35.2").
+        kubernetes_version_form="minor-or-patch",
+        regions=_GCP_REGIONS,
         # Dynamic Workload Scheduler: nodes of a queued node pool come only through ProvisioningRequests of this class.
         queued_provisioning_class="queued-provisioning.gke.io",
         extras={
@@ -913,6 +977,9 @@ PROFILES: dict[str, CloudProfile] = {
         # OKE takes full versions ("v1.35.1") from its supported list only; a pinned patch per minor keeps plans
         # deterministic (no control-plane upgrade because Oracle published a newer patch).
         kubernetes_versions={"1.34": "v1.34.1", "1.35": "v1.35.1"},
+        kubernetes_version_form="patch",
+        kubernetes_version_prefix="v",
+        regions=_OCI_REGIONS,
         # OKE node pools have no autoscaling of their own: the Cluster Autoscaler resizes them within min/max.
         autoscaler="cluster-autoscaler",
         # The OCI autoscaler builds a node pool's scale-from-zero template from its shape's GPU count

@@ -27,13 +27,14 @@ from components.config.cron import cron_problem
 from components.config.provisioning import (
     nap_checks, provisioner_checks, provisioner_fabrics, provisioner_version_check, queued_checks,
 )
+from components.config.tables import region_check, version_check
 from components.config.zonal import per_zone_start_checks
 from policies.exemptions import POLICY_KEYS
 from policies.exemptions import read_policy as read_exemption_policy
 from components.config.training import topology_checks
 
 TOP_KEYS = ("cloud", "environment", "cluster", "gpuPools", "scheduler", "teams", "observability", "policy")
-_K8S_VERSION = re.compile(r"1\.\d{2}")
+_K8S_VERSION = re.compile(r"1\.\d{2}(\.\d+)?")
 _HTTP_URL = re.compile(r"https?://[^\s/]+(/\S*)?")
 _HOST_LABEL = r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
 _HOST = re.compile(rf"{_HOST_LABEL}(\.{_HOST_LABEL})*|\[[0-9A-Fa-f:.]+\]")  # a DNS name, an IPv4 or an [IPv6]
@@ -70,7 +71,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
         fabric_extras_checks(cluster.extras, cluster.adopted, pool_items, pools, prof, problems)
         per_zone_start_checks(cluster, pool_items, pools, prof, problems)
         provisioner_checks(cluster.extras, pool_items, pools, prof, problems)
-        provisioner_version_check(cluster.extras, cluster.kubernetes_version, prof, problems)
+        provisioner_version_check(cluster.extras, cluster.kubernetes_minor, prof, problems)
         nap_checks(cluster.extras, pools, prof, problems)
         team_group_rules(cluster, teams, prof, problems)
     if prof:
@@ -102,16 +103,18 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
         problems.add(sec.at("name"), f"{name!r:.110} is not a {prof.service} cluster name ({prof.cluster_name_doc}; "
                                      f"got {len(name)} characters)")
     region = _cloud_format(sec, "region", prof, "region_pattern", "region_example", "region")
+    if region and prof:
+        region_check(sec.at("region"), region, prof, problems)
     region = sec.str("region")
     version = sec.str("kubernetesVersion", DEFAULT_KUBERNETES_VERSION, pattern=_K8S_VERSION,
-                      what=f"a Kubernetes minor version like \"{DEFAULT_KUBERNETES_VERSION}\"")
+                      what=f"a Kubernetes version like \"{DEFAULT_KUBERNETES_VERSION}\" or \"1.35.2\"")
     kubeconfig = sec.value("existingKubeconfig", None)
     if kubeconfig is not None and not isinstance(kubeconfig, str):
         problems.add(sec.at("existingKubeconfig"), "must be a kubeconfig string (set it with `pulumi config set --secret`)")
     # An adopted cluster already runs whatever version it runs; only a cluster we create must be on a creatable one.
-    if prof and kubeconfig is None and version and version not in prof.kubernetes_versions:
-        problems.add(sec.at("kubernetesVersion"), f"{version!r} is not a version {prof.service} offers here; allowed: "
-                                                  f"{', '.join(prof.kubernetes_versions)}")
+    if prof and kubeconfig is None and version and not version_check(sec.at("kubernetesVersion"), version, prof,
+                                                                       problems):
+        version = None
     private = sec.bool("privateEndpoint", production)
     networks = _authorized_networks(sec, prof, production, bool(private), problems)
 
