@@ -246,6 +246,9 @@ class CloudProfile:
     operator_note: str = ""
     # cluster.authorizedNetworks limits only a public endpoint (a private cluster refuses them or ignores them).
     authorized_networks_public_only: bool = False
+    # The logical name of the cluster resource is `<cluster.name>-<this>` (components/clouds/<cloud>.py): what a
+    # policy exemption names to waive a finding on the cluster, which config validation honours too.
+    cluster_resource_suffix: str = "cluster"
     # teams[].principals: the cloud identities mapped into a team's groups, where the cloud does not put its own
     # identities in Kubernetes groups by itself (None: it does, and the field is refused).
     team_principals: ExtraKey | None = None
@@ -678,6 +681,7 @@ PROFILES: dict[str, CloudProfile] = {
     "aws": CloudProfile(
         name="aws",
         service="EKS",
+        cluster_resource_suffix="eks",
         taint_effects=_API_EFFECTS,
         # The GPU Operator cannot own the driver on Amazon Linux (NVIDIA/gpu-operator#686): the EKS GPU AMI does.
         driver_owners=("managed",),
@@ -777,6 +781,7 @@ PROFILES: dict[str, CloudProfile] = {
     "azure": CloudProfile(
         name="azure",
         service="AKS",
+        cluster_resource_suffix="aks",
         taint_effects=_K8S_EFFECTS,
         driver_owners=("managed", "operator"),
         default_driver="managed",
@@ -849,6 +854,7 @@ PROFILES: dict[str, CloudProfile] = {
     "gcp": CloudProfile(
         name="gcp",
         service="GKE",
+        cluster_resource_suffix="gke",
         taint_effects=_API_EFFECTS,
         driver_owners=("managed", "operator"),
         default_driver="managed",

@@ -9,6 +9,8 @@ from typing import Any
 from components import catalog
 from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, PROFILES, CloudProfile
 from components.config.access import team_group_rules
+from components.config.endpoint import KEY as ENDPOINT_KEY
+from components.config.endpoint import min_prefixes, named_network_checks
 from components.config.errors import Problems
 from components.config.fabric import fabric_extras_checks
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
@@ -62,6 +64,11 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     observability = _observability(top.value("observability", {}), problems)
     _namespaces(observability, teams, problems)
     policy = read_policy(top.value("policy", {}), problems)
+    if prof and cluster:
+        raw_cluster = top.raw.get("cluster") if isinstance(top.raw.get("cluster"), dict) else {}
+        named_network_checks(raw_cluster.get("authorizedNetworks"), min_prefixes(raw_cluster.get(ENDPOINT_KEY),
+                                                                                 problems),
+                             cluster, prof, policy, production, problems)
     reclaim_opt_ins(top.value("teams", []), teams, observability, problems)
     host_access_single_tenant(teams, problems)
     team_principal_checks(teams, prof, bool(cluster and cluster.adopted), problems)
@@ -94,7 +101,8 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
 
 def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Problems) -> Cluster | None:
     sec = Section(raw, "cluster", problems, ("name", "region", "kubernetesVersion", "existingKubeconfig",
-                                            "systemPool", "privateEndpoint", "authorizedNetworks", *CLOUDS))
+                                            "systemPool", "privateEndpoint", "authorizedNetworks", ENDPOINT_KEY,
+                                            *CLOUDS))
     if raw is None:
         return None
     # Each cloud's own rule: an EKS name may hold what GKE refuses (upper case, '_', up to 100 characters).
