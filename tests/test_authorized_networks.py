@@ -151,3 +151,67 @@ def test_adopted_cluster_takes_no_networks(raw):
            "limit the endpoint where that cluster is managed" in warnings
     del raw["cluster"]["authorizedNetworks"]
     assert validate(raw).cluster.authorized_networks == ()  # nothing to require either: the endpoint is not ours
+
+
+# --- production: named networks only ---------------------------------------------------------------------------
+
+WIDE = ("100.64.0.0/10 is wider than a named network: production allows /16 or narrower for IPv4 "
+        "(cluster.authorizedNetworkMinPrefix.ipv4); list the networks that administer the cluster, or exempt "
+        "ml-prod-eks from GPU011 with a reason (policy.exemptions)")
+
+
+def gpu011_exemption(resource: str = "ml-prod-eks", days: int = 30) -> dict:
+    from datetime import date, timedelta
+    return {"exemptions": [{"rule": "GPU011", "resource": resource, "expires": (date.today() + timedelta(days)).isoformat(),
+                            "reason": "the CI fleet egresses from a provider-wide range until the VPN lands"}]}
+
+
+def test_production_refuses_a_network_wider_than_the_bound(raw):
+    found = problems(public(raw, authorizedNetworks=[OFFICE[0], "100.64.0.0/10", "10.0.0.0/8"]))
+    assert found["cluster.authorizedNetworks[1]"] == WIDE
+    assert found["cluster.authorizedNetworks[2]"].startswith("10.0.0.0/8 is wider than a named network")
+    assert "cluster.authorizedNetworks[0]" not in found
+
+
+def test_the_bound_is_configurable_and_checked(raw):
+    config = public(raw, authorizedNetworks=["100.64.0.0/10"], authorizedNetworkMinPrefix={"ipv4": 8})
+    assert validate(config).cluster.authorized_networks == ("100.64.0.0/10",)
+    config = public(raw, authorizedNetworks=[OFFICE[0]], authorizedNetworkMinPrefix={"ipv4": 30})
+    assert "203.0.113.0/24 is wider than a named network: production allows /30" in \
+        problems(config)["cluster.authorizedNetworks[0]"]
+    config = public(raw, authorizedNetworks=[OFFICE[0]], authorizedNetworkMinPrefix={"ipv4": 33, "ipv6": 48})
+    found = problems(config)
+    assert "must be <= 32" in found["cluster.authorizedNetworkMinPrefix.ipv4"]
+    assert "unknown key; allowed: ipv4" in found["cluster.authorizedNetworkMinPrefix.ipv6"]
+
+
+def test_outside_production_a_wide_network_is_left_to_gpu013(raw):
+    raw["environment"] = "staging"
+    assert validate(public(raw, authorizedNetworks=["100.64.0.0/10"])).cluster.authorized_networks == ("100.64.0.0/10",)
+
+
+def test_a_gpu011_exemption_for_the_cluster_turns_the_error_into_a_warning(raw):
+    raw["policy"] = gpu011_exemption()
+    config = validate(public(raw, authorizedNetworks=["100.64.0.0/10"]))
+    (warning,) = [w for w in config.warnings if w.startswith("cluster.authorizedNetworks[0]")]
+    assert warning.startswith(f"cluster.authorizedNetworks[0]: {WIDE}; exempted by policy.exemptions[0] until ")
+
+
+@pytest.mark.parametrize("policy", [
+    gpu011_exemption(resource="ml-prod-l4-*"),  # another resource
+    gpu011_exemption(days=-1),  # expired
+    {"exemptions": [{**gpu011_exemption()["exemptions"][0], "rule": "GPU013"}]},  # another rule
+])
+def test_an_exemption_that_does_not_cover_the_cluster_leaves_the_error(raw, policy):
+    raw["policy"] = policy
+    assert problems(public(raw, authorizedNetworks=["100.64.0.0/10"]))["cluster.authorizedNetworks[0]"] == WIDE
+
+
+@pytest.mark.parametrize("stack", ["aws-prod", "azure-prod", "gcp-prod", "oci-prod"])
+def test_the_exempted_name_is_the_planned_cluster_resource(stack):
+    # Validation honours exemptions naming `<cluster>-<CloudProfile.cluster_resource_suffix>`: the name `check`
+    # reports the cluster's GPU011 finding on.
+    plan = plan_stack(stack)
+    config = plan.config
+    names = {r.name for r in plan.resources if r.custom and r.type.split(":")[0] in ("aws", "azure-native", "gcp", "oci")}
+    assert f"{config.cluster.name}-{profile(config.cloud).cluster_resource_suffix}" in names

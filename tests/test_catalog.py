@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,8 @@ UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "upstream"
 
 # mig-profiles.yaml names the B200 without its memory size.
 UPSTREAM_GPU_NAME = {"B200-180GB": "B200"}
+# Not in mig-profiles.yaml yet: recorded from mig-parted's config-default.yaml alone, which the test after checks.
+MIG_PARTED_ONLY = {"B300-269GB"}
 
 REQUIRED = [
     # (cloud, instance type, GPU model, GPUs)
@@ -26,6 +29,14 @@ REQUIRED = [
     ("aws", "p5e.48xlarge", "H200-141GB", 8),
     ("aws", "p5en.48xlarge", "H200-141GB", 8),
     ("aws", "p6-b200.48xlarge", "B200-180GB", 8),
+    ("aws", "p6-b300.48xlarge", "B300-269GB", 8),
+    ("aws", "p3.2xlarge", "V100", 1),
+    ("aws", "p3.8xlarge", "V100", 4),
+    ("aws", "p3.16xlarge", "V100", 8),
+    ("aws", "p3dn.24xlarge", "V100-32GB", 8),
+    *[("aws", f"g4dn.{size}", "T4", gpus)
+      for size, gpus in (("xlarge", 1), ("2xlarge", 1), ("4xlarge", 1), ("8xlarge", 1), ("12xlarge", 4),
+                         ("16xlarge", 1))],
     *[
         ("aws", f"{family}.{size}", gpu, gpus)
         for family, gpu in (("g5", "A10G"), ("g6", "L4"), ("g6e", "L40S"))
@@ -45,6 +56,10 @@ REQUIRED = [
     ("azure", "Standard_NC80adis_H100_v5", "H100-NVL-94GB", 2),
     ("azure", "Standard_NV36ads_A10_v5", "A10", 1),
     ("azure", "Standard_NV72ads_A10_v5", "A10", 2),
+    ("azure", "Standard_NC4as_T4_v3", "T4", 1),
+    ("azure", "Standard_NC8as_T4_v3", "T4", 1),
+    ("azure", "Standard_NC16as_T4_v3", "T4", 1),
+    ("azure", "Standard_NC64as_T4_v3", "T4", 4),
     *[("gcp", f"a2-highgpu-{n}g", "A100-40GB", n) for n in (1, 2, 4, 8)],
     ("gcp", "a2-megagpu-16g", "A100-40GB", 16),
     *[("gcp", f"a2-ultragpu-{n}g", "A100-80GB", n) for n in (1, 2, 4, 8)],
@@ -65,6 +80,14 @@ REQUIRED = [
     ("oci", "VM.GPU.A10.1", "A10", 1),
     ("oci", "VM.GPU.A10.2", "A10", 2),
     ("oci", "BM.GPU.A10.4", "A10", 4),
+    ("oci", "VM.GPU3.1", "V100", 1),
+    ("oci", "VM.GPU3.2", "V100", 2),
+    ("oci", "VM.GPU3.4", "V100", 4),
+    ("oci", "BM.GPU3.8", "V100", 8),
+    ("gcp", "n1-standard-8+nvidia-tesla-t4x1", "T4", 1),
+    ("gcp", "n1-standard-32+nvidia-tesla-t4x4", "T4", 4),
+    ("gcp", "n1-standard-8+nvidia-tesla-v100x1", "V100", 1),
+    ("gcp", "n1-standard-64+nvidia-tesla-v100x8", "V100", 8),
 ]
 
 GKE_ACCELERATORS = {
@@ -77,9 +100,13 @@ GKE_ACCELERATORS = {
     "a4-highgpu": "nvidia-b200",
     "g2-standard": "nvidia-l4",
 }
+# N1 rows name the accelerator they attach after the machine type.
+N1_ACCELERATOR = r"n1-standard-\d+\+(nvidia-tesla-(t4|v100))x\d"
 
 INTERCONNECT = {
-    "p4d.24xlarge": "efa", "p5.48xlarge": "efa", "p6-b200.48xlarge": "efa",
+    "p4d.24xlarge": "efa", "p5.48xlarge": "efa", "p6-b200.48xlarge": "efa", "p6-b300.48xlarge": "efa",
+    "p3dn.24xlarge": "efa", "p3.16xlarge": None, "g4dn.8xlarge": "efa", "g4dn.4xlarge": None,
+    "Standard_NC64as_T4_v3": None, "BM.GPU3.8": None, "n1-standard-64+nvidia-tesla-v100x8": None,
     "Standard_ND96asr_v4": "infiniband", "Standard_ND96isr_H200_v5": "infiniband",
     "Standard_NC24ads_A100_v4": None,
     "a2-highgpu-8g": None, "a3-highgpu-8g": "gpudirect-tcpx", "a3-megagpu-8g": "gpudirect-tcpxo",
@@ -105,7 +132,9 @@ def test_interconnect(name: str, interconnect: str | None) -> None:
 
 def test_gke_accelerator_only_and_always_on_gcp() -> None:
     for row in catalog.instance_types():
-        if row.cloud == "gcp":
+        if row.cloud == "gcp" and (n1 := re.fullmatch(N1_ACCELERATOR, row.name)):
+            assert row.accelerator == n1.group(1) and row.machine == row.name.split("+")[0], row.name
+        elif row.cloud == "gcp":
             assert row.accelerator == GKE_ACCELERATORS[row.name.rsplit("-", 1)[0]], row.name
         else:
             assert row.accelerator is None, row.name
@@ -157,7 +186,7 @@ def test_gpu_model_lookup() -> None:
 
 
 def test_gpus_without_mig_have_no_profiles() -> None:
-    for name in ("L4", "L40S", "A10G", "A10", "T4", "V100", "H100-NVL-94GB"):
+    for name in ("L4", "L40S", "A10G", "A10", "T4", "V100", "V100-32GB", "H100-NVL-94GB"):
         gpu = catalog.gpu_model(name)
         assert not gpu.supports_mig
         assert gpu.mig_profiles == () and gpu.mig_balanced == ()
@@ -213,7 +242,7 @@ def _mig_gpus() -> list[catalog.GpuModel]:
 
 def test_mig_profiles_match_upstream_table() -> None:
     upstream = _upstream_yaml("mig-profiles.yaml")["gpus"]
-    ours = {UPSTREAM_GPU_NAME.get(gpu.name, gpu.name): gpu for gpu in _mig_gpus()}
+    ours = {UPSTREAM_GPU_NAME.get(gpu.name, gpu.name): gpu for gpu in _mig_gpus() if gpu.name not in MIG_PARTED_ONLY}
     assert set(ours) == set(upstream), "MIG-capable GPUs differ from mig-profiles.yaml"
     for name, gpu in ours.items():
         expected = {p["name"]: p["max_instances"] for p in upstream[name]["profiles"]}

@@ -393,7 +393,8 @@ def test_unsupported_kubernetes_minor_on_oke_lists_the_offered_ones():
     raw = _raw()
     raw["cluster"]["kubernetesVersion"] = "1.30"
     assert _problems(raw)["cluster.kubernetesVersion"] == (
-        "'1.30' is not a version OKE offers here; allowed: 1.34, 1.35")
+        "'1.30' is not a version OKE offers here; allowed: 1.34, 1.35 (CloudProfile.kubernetes_versions, as of "
+        "2026-12-03)")
 
 
 def _from_zero_warnings(raw) -> list[str]:

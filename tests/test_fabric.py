@@ -19,9 +19,10 @@ TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 # AWS "Specifications for Amazon EC2 accelerated computing instances", network specifications, "Network cards".
 EFA_TYPES = {"p4d.24xlarge": 4, "p4de.24xlarge": 4, "p5.48xlarge": 32, "p5e.48xlarge": 32, "p5en.48xlarge": 16,
-             "p6-b200.48xlarge": 8,
+             "p6-b200.48xlarge": 8, "p6-b300.48xlarge": 16, "p3dn.24xlarge": 1,
              **{f"{family}.{size}": 1 for family in ("g5", "g6", "g6e")
                 for size in ("8xlarge", "12xlarge", "16xlarge", "24xlarge", "48xlarge")},
+             **{f"g4dn.{size}": 1 for size in ("8xlarge", "12xlarge", "16xlarge")},
              "g6e.24xlarge": 2, "g6e.48xlarge": 4}
 
 

@@ -97,3 +97,26 @@ def test_a_bad_previous_plan_exits_2_with_a_clear_message(tmp_path, capsys, cont
     assert main([*command, str(path)]) == 2
     err = capsys.readouterr().err
     assert message in err and str(path) in err and "Traceback" not in err
+
+
+def test_adding_an_aks_zone_is_named_as_replacing_every_agent_pool(tmp_path, capsys):
+    # Azure refuses to change an existing agent pool's availabilityZones: the change replaces the pool.
+    azure = (ROOT / "stacks" / "Pulumi.azure-prod.yaml").read_text()
+    assert "      vnetCidr: 10.50.0.0/16\n" in azure
+    one, two = tmp_path / "Pulumi.azure-prod.yaml", tmp_path / "two" / "Pulumi.azure-prod.yaml"
+    two.parent.mkdir()
+    one.write_text(azure.replace("      vnetCidr: 10.50.0.0/16\n", "      vnetCidr: 10.50.0.0/16\n      zones: [\"1\"]\n"))
+    two.write_text(azure.replace("      vnetCidr: 10.50.0.0/16\n",
+                                 "      vnetCidr: 10.50.0.0/16\n      zones: [\"1\", \"2\"]\n"))
+    old = tmp_path / "old.json"
+    assert main(["plan", "azure-prod", "--file", str(one), "--format", "json", "--out", str(old)]) == 0
+    capsys.readouterr()
+    assert main(["plan", "azure-prod", "--file", str(two), "--diff", str(old)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    for pool in ("a100-infer", "a10-spot"):
+        assert any(line.startswith("  +- azure-native:containerservice:AgentPool  ") and f"[pool {pool}]" in line
+                   and "REPLACE: availabilityZones" in line for line in lines), lines
+    assert main(["validate", "azure-prod", "--file", str(two), "--against", str(old)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: replaces pool a10-spot: azure-native:containerservice:AgentPool" in out
+    assert "(availabilityZones)" in out

@@ -163,6 +163,10 @@ def test_every_replace_path_names_an_input_the_program_sets_or_the_provider_read
     # oci-prod keeps its pools on node pools; an RDMA variant plans the cluster-network types.
     plans = [plan_with(stack) for stack in ("aws-prod", "gcp-prod", "azure-prod", "oci-prod")]
     plans.append(plan_stack("oci-prod", config_overrides=rdma_overrides()))
+    # A zoned AKS variant plans the agent pools' availabilityZones.
+    aks = stack_config("azure-prod")["gpu-platform:cluster"]
+    plans.append(plan_stack("azure-prod", config_overrides={
+        "gpu-platform:cluster": {**aks, "azure": {**aks["azure"], "zones": ["1"]}}}))
     for plan in plans:
         for resource in plan.resources:
             seen.setdefault(resource.type, set()).update(resource.inputs)

@@ -29,14 +29,19 @@ DELAY_AFTER_ADD = "15m"
 MAX_NODE_PROVISION_TIME = "30m"
 
 
-def image_tag(kubernetes_version: str) -> str:
-    """The autoscaler release of the cluster's minor; validation only admits minors with one (tests keep the tables
-    in step)."""
-    try:
-        return IMAGE_TAGS[kubernetes_version]
-    except KeyError:
-        raise ValueError(f"no Cluster Autoscaler release is pinned for Kubernetes {kubernetes_version}; "
-                         f"pinned: {', '.join(IMAGE_TAGS)}") from None
+def image_tag(minor: str) -> str:
+    """The autoscaler release of the cluster's minor (tests keep the tables in step). A minor newer than every pinned
+    release, which validation warns about, gets the newest pinned one until its own is pinned."""
+    if minor in IMAGE_TAGS:
+        return IMAGE_TAGS[minor]
+    newest = max(IMAGE_TAGS, key=_minor_number)
+    if _minor_number(minor) > _minor_number(newest):
+        return IMAGE_TAGS[newest]
+    raise ValueError(f"no Cluster Autoscaler release is pinned for Kubernetes {minor}; pinned: {', '.join(IMAGE_TAGS)}")
+
+
+def _minor_number(minor: str) -> int:
+    return int(minor.split(".")[1])
 
 
 def gpu_utilization_threshold(config: PlatformConfig) -> float:
@@ -54,7 +59,7 @@ def shared_values(config: PlatformConfig) -> dict[str, Any]:
     """Values every cloud gets; the cloud's own part is merged over them."""
     return {
         "fullnameOverride": CHART,
-        "image": {"repository": IMAGE, "tag": image_tag(config.cluster.kubernetes_version)},
+        "image": {"repository": IMAGE, "tag": image_tag(config.cluster.kubernetes_minor)},
         "rbac": {"serviceAccount": {"name": SERVICE_ACCOUNT}},
         "priorityClassName": "system-cluster-critical",
         # It runs on the system pool: no GPU or spot toleration, so it never holds a GPU node up.

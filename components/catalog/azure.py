@@ -1,7 +1,7 @@
 """Azure GPU VM sizes."""
 from __future__ import annotations
 
-from .gpus import A10, A100_40GB, A100_80GB, H100_80GB, H100_NVL_94GB, H200_141GB
+from .gpus import A10, A100_40GB, A100_80GB, H100_80GB, H100_NVL_94GB, H200_141GB, T4
 from .types import InstanceType
 
 # (VM size, GPU, GPUs, vCPUs, memory GiB, interconnect, InfiniBand interfaces)
@@ -10,6 +10,7 @@ from .types import InstanceType
 # connection: 8 x 200 Gb/s HDR on the A100 v4 sizes, 8 x 400 Gb/s NDR (Quantum-2 ConnectX-7) on H100/H200 v5,
 # "automatically configured between VMs occupying the same virtual machine scale set".
 # NV A10 v5 sizes below NV36ads get a fraction of one GPU, so only whole-GPU sizes are listed.
+# NCv3 (V100) is not listed: Azure retired the series on 2025-09-30 and creates no new NCv3 VMs.
 _ROWS = (
     ("Standard_ND96asr_v4", A100_40GB, 8, 96, 900, "infiniband", 8),
     ("Standard_ND96amsr_A100_v4", A100_80GB, 8, 96, 1900, "infiniband", 8),
@@ -20,6 +21,10 @@ _ROWS = (
     ("Standard_NC96ads_A100_v4", A100_80GB, 4, 96, 880, None, 0),
     ("Standard_NC40ads_H100_v5", H100_NVL_94GB, 1, 40, 320, None, 0),
     ("Standard_NC80adis_H100_v5", H100_NVL_94GB, 2, 80, 640, None, 0),
+    ("Standard_NC4as_T4_v3", T4, 1, 4, 28, None, 0),
+    ("Standard_NC8as_T4_v3", T4, 1, 8, 56, None, 0),
+    ("Standard_NC16as_T4_v3", T4, 1, 16, 110, None, 0),
+    ("Standard_NC64as_T4_v3", T4, 4, 64, 440, None, 0),
     ("Standard_NV36ads_A10_v5", A10, 1, 36, 440, None, 0),
     ("Standard_NV72ads_A10_v5", A10, 2, 72, 880, None, 0),
 )

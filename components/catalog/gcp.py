@@ -1,7 +1,7 @@
 """GCP accelerator-optimized machine types, with their GKE accelerator types."""
 from __future__ import annotations
 
-from .gpus import A100_40GB, A100_80GB, B200_180GB, H100_80GB, H200_141GB, L4
+from .gpus import A100_40GB, A100_80GB, B200_180GB, H100_80GB, H200_141GB, L4, T4, V100
 from .types import InstanceType
 
 _TCPX = ("GPUDirect-TCPX",)
@@ -42,8 +42,31 @@ _ROWS = (
     ("g2-standard-96", L4, 8, 96, 384, None, "nvidia-l4", ()),
 )
 
+# N1 machine types carry no GPUs of their own: a pool attaches T4s or V100s to them (guestAccelerators), so one N1
+# type with a GPU count is a row of its own, named `<machine type>+<accelerator>x<count>`. The counts fit the vCPU
+# limits of GCP's "GPU machine types" page (T4: 1-2 GPUs up to 48 vCPUs, 4 up to 96; V100: 12 vCPUs per GPU).
+# (machine type, vCPUs, GPU, accelerator, GPUs); n1-standard memory is 3.75 GB per vCPU.
+_N1_ATTACHED = (
+    ("n1-standard-4", 4, T4, "nvidia-tesla-t4", 1),
+    ("n1-standard-8", 8, T4, "nvidia-tesla-t4", 1),
+    ("n1-standard-16", 16, T4, "nvidia-tesla-t4", 1),
+    ("n1-standard-16", 16, T4, "nvidia-tesla-t4", 2),
+    ("n1-standard-32", 32, T4, "nvidia-tesla-t4", 2),
+    ("n1-standard-32", 32, T4, "nvidia-tesla-t4", 4),
+    ("n1-standard-64", 64, T4, "nvidia-tesla-t4", 4),
+    ("n1-standard-8", 8, V100, "nvidia-tesla-v100", 1),
+    ("n1-standard-16", 16, V100, "nvidia-tesla-v100", 2),
+    ("n1-standard-32", 32, V100, "nvidia-tesla-v100", 4),
+    ("n1-standard-64", 64, V100, "nvidia-tesla-v100", 8),
+    ("n1-standard-96", 96, V100, "nvidia-tesla-v100", 8),
+)
+
 INSTANCE_TYPES: dict[str, InstanceType] = {
     name: InstanceType("gcp", name, gpu, gpus, vcpus, memory, interconnect, accelerator,
                        fabric_interfaces=_GPU_NICS.get(name, 0), notes=notes)
     for name, gpu, gpus, vcpus, memory, interconnect, accelerator, notes in _ROWS
+} | {
+    f"{machine}+{accelerator}x{gpus}": InstanceType("gcp", f"{machine}+{accelerator}x{gpus}", gpu, gpus, vcpus,
+                                                    int(vcpus * 3.75), None, accelerator, machine_type=machine)
+    for machine, vcpus, gpu, accelerator, gpus in _N1_ATTACHED
 }

@@ -1,7 +1,7 @@
 """OCI GPU compute shapes."""
 from __future__ import annotations
 
-from .gpus import A10, A100_40GB, A100_80GB, B200_180GB, H100_80GB, H200_141GB, L40S
+from .gpus import A10, A100_40GB, A100_80GB, B200_180GB, H100_80GB, H200_141GB, L40S, V100
 from .types import InstanceType
 
 # (shape, GPU, GPUs, vCPUs, memory GiB, interconnect); OCI sells OCPUs, one OCPU = 2 vCPUs.
@@ -15,6 +15,11 @@ _ROWS = (
     ("BM.GPU.A10.4", A10, 4, 128, 1024, None),
     ("VM.GPU.A10.1", A10, 1, 30, 240, None),
     ("VM.GPU.A10.2", A10, 2, 60, 480, None),
+    # V100 shapes predate RDMA cluster networks: no fabric, even on bare metal.
+    ("VM.GPU3.1", V100, 1, 12, 90, None),
+    ("VM.GPU3.2", V100, 2, 24, 180, None),
+    ("VM.GPU3.4", V100, 4, 48, 360, None),
+    ("BM.GPU3.8", V100, 8, 104, 768, None),
 )
 
 # The RDMA NICs (mlx5 devices) NCCL must use on each bare-metal shape, in Oracle's order, from

@@ -69,6 +69,16 @@ class InstanceType:
     # Fabric interfaces one node takes (one per network card), when the platform can attach them (0: unknown).
     fabric_interfaces: int = 0
     fabric_on_auto: bool = True  # whether gpuPools[].fabric `auto` attaches that fabric on training pools
+    # Whether the primary network card takes a fabric interface too (AWS: EFA with ENA on card 0), or the fabric
+    # interfaces take the cards after it.
+    fabric_on_primary_card: bool = True
     # NCCL settings this type's fabric needs on top of the fabric's own (e.g. which RDMA NICs, OCI: NCCL_IB_HCA).
     fabric_env: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = field(default=())
+    # The cloud's machine type, when the row's name also names the GPUs attached to it (GKE N1 + guestAccelerators).
+    machine_type: str = ""
+
+    @property
+    def machine(self) -> str:
+        """What the cloud API's machine type / size / shape field takes."""
+        return self.machine_type or self.name

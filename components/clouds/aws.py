@@ -71,10 +71,11 @@ class EksCluster(PlatformCluster):
         self._aws = pulumi_aws.Provider(f"{name}-aws", region=self.region, opts=pulumi.ResourceOptions(parent=self))
 
         network = self._network(name, config)
+        partition = PROFILE.arn_partition(self.region)
         cluster_role, cluster_grants = aws_iam.service_role(f"{name}-cluster", "eks.amazonaws.com",
-                                                           aws_iam.CLUSTER_POLICIES, self._opts)
-        node_role, node_grants = aws_iam.service_role(f"{name}-node", "ec2.amazonaws.com",
-                                                     aws_iam.NODE_POLICIES, self._opts)
+                                                           aws_iam.CLUSTER_POLICIES, partition.name, self._opts)
+        node_role, node_grants = aws_iam.service_role(f"{name}-node", partition.ec2_principal,
+                                                     aws_iam.NODE_POLICIES, partition.name, self._opts)
 
         private = config.cluster.private_endpoint
         vpc_config: dict[str, Any] = {"subnet_ids": network.private_subnet_ids, "endpoint_private_access": True,

@@ -13,7 +13,7 @@ from components.autoscaling.values import SERVICE_ACCOUNT as AUTOSCALER_SERVICE_
 
 Opts = Callable[..., pulumi.ResourceOptions]
 
-MANAGED_POLICY = "arn:aws:iam::aws:policy/{}"
+MANAGED_POLICY = "arn:{partition}:iam::aws:policy/{name}"
 CLUSTER_POLICIES = ("AmazonEKSClusterPolicy",)
 NODE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
@@ -32,12 +32,13 @@ def service_trust(service: str) -> str:
         {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}]})
 
 
-def service_role(name: str, service: str, policies: tuple[str, ...], opts: Opts
+def service_role(name: str, service: str, policies: tuple[str, ...], partition: str, opts: Opts
                  ) -> tuple[iam.Role, list[iam.RolePolicyAttachment]]:
     """A role for an AWS service with AWS-managed policies attached (as separate resources, so they can be waited on)."""
     role = iam.Role(name, assume_role_policy=service_trust(service), opts=opts())
     attachments = [iam.RolePolicyAttachment(f"{name}-{policy}", role=role.name,
-                                            policy_arn=MANAGED_POLICY.format(policy), opts=opts())
+                                            policy_arn=MANAGED_POLICY.format(partition=partition, name=policy),
+                                            opts=opts())
                    for policy in policies]
     return role, attachments
 

@@ -243,7 +243,7 @@ class GkeCluster(PlatformCluster):
         if pool.driver == "operator":
             labels.update(prof.operator_driver_labels)
         node_config = {
-            "machine_type": pool.instance_type,
+            "machine_type": pool.instance.machine,
             "image_type": GPU_IMAGES[pool.driver],
             "guest_accelerators": [guest_accelerator(pool)],
             # Set explicitly: GKE adds the GPU taint itself only in some create orders.

@@ -50,7 +50,7 @@ class OkeCluster(PlatformCluster):
         compartment = extras["compartmentId"]
         child = pulumi.ResourceOptions(parent=self)
         self._region = config.cluster.region
-        version = prof.kubernetes_versions[config.cluster.kubernetes_version]
+        version = prof.kubernetes_api_version(config.cluster.kubernetes_version)
         private = config.cluster.private_endpoint
 
         network = OkeNetwork(f"{name}-network", config, opts=child)

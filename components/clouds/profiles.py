@@ -153,6 +153,15 @@ class GpuDirect:
 
 
 @dataclass(frozen=True)
+class ArnPartition:
+    """An AWS partition: the regions in it, the first field of its ARNs, and the EC2 service principal there."""
+
+    name: str  # arn:<name>:...
+    region_prefix: str  # regions starting with it are in the partition; "" (the commercial partition, last) any other
+    ec2_principal: str = "ec2.amazonaws.com"
+
+
+@dataclass(frozen=True)
 class CloudProfile:
     """What differs between clouds, stated once."""
 
@@ -237,6 +246,9 @@ class CloudProfile:
     operator_note: str = ""
     # cluster.authorizedNetworks limits only a public endpoint (a private cluster refuses them or ignores them).
     authorized_networks_public_only: bool = False
+    # The logical name of the cluster resource is `<cluster.name>-<this>` (components/clouds/<cloud>.py): what a
+    # policy exemption names to waive a finding on the cluster, which config validation honours too.
+    cluster_resource_suffix: str = "cluster"
     # teams[].principals: the cloud identities mapped into a team's groups, where the cloud does not put its own
     # identities in Kubernetes groups by itself (None: it does, and the field is refused).
     team_principals: ExtraKey | None = None
@@ -253,16 +265,25 @@ class CloudProfile:
     operator_runtime_class: str = ""
     # Environment the operator's container toolkit needs on this cloud's nodes (toolkit.env).
     toolkit_env: tuple[tuple[str, str], ...] = ()
+    # How the cloud API's version field takes cluster.kubernetesVersion: "minor" only (1.35), "minor-or-patch" (1.35 or
+    # 1.35.2), or "patch" (a full version; a bare minor becomes its kubernetes_versions entry), prefixed as it wants.
+    kubernetes_version_form: str = "minor"
+    kubernetes_version_prefix: str = ""
+    # The regions the cloud had when REGIONS_AS_OF was written: another well-formed region is warned about, not refused.
+    regions: tuple[str, ...] = ()
     # Formats the cloud API takes (regexes for the whole value), checked before anything is created.
     region_pattern: str = r".+"
     region_example: str = ""
     instance_type_pattern: str = r".+"  # the system pool's instance type (GPU pools are looked up in the catalog)
     instance_type_example: str = ""
-    cluster_name_pattern: str = r".+"  # on top of DNS-1123 and 40 characters
-    cluster_name_doc: str = ""
+    # The cluster names the cloud takes, as the program uses them (a regex for the whole name), and their rule in words.
+    cluster_name_pattern: str = r"[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?"
+    cluster_name_doc: str = "1-40 lowercase letters, digits and '-', starting and ending with a letter or digit"
     zone_pattern: str = ""  # a zone of region R: the pattern with {region} replaced by R
     # Most nodes one node pool can have (the cloud's per-pool limit); maxNodes above it would fail at create time.
     max_pool_nodes: int = 1000
+    # The limit counts one zone's nodes, so a pool spread over the zones of `zones_key` holds it once per zone.
+    max_pool_nodes_per_zone: bool = False
     # Block/rack node labels for Kueue topology-aware scheduling (None: the cloud sets none, only the hostname).
     network_topology: NetworkTopology | None = None
     # The fast fabrics the platform can attach to this cloud's GPU pools, by gpuPools[].fabric value.
@@ -270,6 +291,23 @@ class CloudProfile:
     # The cluster's CNI enforces no NetworkPolicy, so the platform installs Calico in policy-only mode beside it
     # (components/tenancy/calico.py) on clusters it creates.
     calico_policy_only: bool = False
+    # The partitions whose ARNs the program builds (AWS managed policies, trust principals), first match by region.
+    arn_partitions: tuple[ArnPartition, ...] = ()
+
+    def kubernetes_api_version(self, version: str) -> str:
+        """What the cloud API's version field takes for a validated cluster.kubernetesVersion."""
+        return self.kubernetes_versions.get(version) or f"{self.kubernetes_version_prefix}{version}"
+
+    def pool_node_limit(self, zones: int) -> tuple[int, str]:
+        """The most nodes a pool over `zones` zones may have, and the limit's name for errors."""
+        if self.max_pool_nodes_per_zone and zones > 1:
+            return (self.max_pool_nodes * zones,
+                    f"{self.service} node pool limit, {self.max_pool_nodes} per zone in {zones} zones")
+        return self.max_pool_nodes, f"{self.service} node pool limit"
+
+    def arn_partition(self, region: str) -> ArnPartition:
+        """The partition `region` is in; ARNs built with another partition's name do not exist there."""
+        return next(p for p in self.arn_partitions if region.startswith(p.region_prefix))
 
 
 def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
@@ -469,6 +507,51 @@ _EKS_GPU_IMAGES = {
 #   check `oci ce cluster-options get --cluster-option-id all` before a first `pulumi up` in a new region.
 # 1.37 is left out everywhere until every cloud has it GA. The default is the newest minor on all four tables.
 DEFAULT_KUBERNETES_VERSION = "1.35"
+KUBERNETES_VERSIONS_AS_OF = "2026-12-03"
+
+# Each cloud's public regions on this date (AWS and Azure with their China and government regions). OCI dedicated
+# regions (eu-dcc-*) belong to one customer each and are never listed.
+REGIONS_AS_OF = "2026-12-03"
+_AWS_REGIONS = (
+    "us-east-1", "us-east-2", "us-west-1", "us-west-2", "af-south-1", "ap-east-1", "ap-east-2", "ap-south-1",
+    "ap-south-2", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-southeast-1", "ap-southeast-2",
+    "ap-southeast-3", "ap-southeast-4", "ap-southeast-5", "ap-southeast-6", "ap-southeast-7", "ca-central-1",
+    "ca-west-1", "eu-central-1", "eu-central-2", "eu-north-1", "eu-south-1", "eu-south-2", "eu-west-1", "eu-west-2",
+    "eu-west-3", "il-central-1", "me-central-1", "me-south-1", "mx-central-1", "sa-east-1",
+    "cn-north-1", "cn-northwest-1", "us-gov-east-1", "us-gov-west-1",
+)
+_AZURE_REGIONS = (
+    "eastus", "eastus2", "westus", "westus2", "westus3", "centralus", "northcentralus", "southcentralus",
+    "westcentralus", "canadacentral", "canadaeast", "brazilsouth", "brazilsoutheast", "mexicocentral", "chilecentral",
+    "northeurope", "westeurope", "uksouth", "ukwest", "francecentral", "francesouth", "germanywestcentral",
+    "germanynorth", "switzerlandnorth", "switzerlandwest", "norwayeast", "norwaywest", "swedencentral", "swedensouth",
+    "polandcentral", "italynorth", "spaincentral", "austriaeast", "belgiumcentral", "australiaeast",
+    "australiasoutheast", "australiacentral", "australiacentral2", "eastasia", "southeastasia", "japaneast",
+    "japanwest", "koreacentral", "koreasouth", "centralindia", "southindia", "westindia", "jioindiawest",
+    "jioindiacentral", "uaenorth", "uaecentral", "qatarcentral", "israelcentral", "southafricanorth",
+    "southafricawest", "newzealandnorth", "indonesiacentral", "malaysiawest",
+    "usgovvirginia", "usgovarizona", "usgovtexas", "chinaeast2", "chinaeast3", "chinanorth2", "chinanorth3",
+)
+_GCP_REGIONS = (
+    "us-central1", "us-east1", "us-east4", "us-east5", "us-south1", "us-west1", "us-west2", "us-west3", "us-west4",
+    "northamerica-northeast1", "northamerica-northeast2", "northamerica-south1", "southamerica-east1",
+    "southamerica-west1", "europe-central2", "europe-north1", "europe-north2", "europe-southwest1", "europe-west1",
+    "europe-west2", "europe-west3", "europe-west4", "europe-west6", "europe-west8", "europe-west9", "europe-west10",
+    "europe-west12", "asia-east1", "asia-east2", "asia-northeast1", "asia-northeast2", "asia-northeast3",
+    "asia-south1", "asia-south2", "asia-southeast1", "asia-southeast2", "australia-southeast1",
+    "australia-southeast2", "me-central1", "me-central2", "me-west1", "africa-south1",
+)
+_OCI_REGIONS = (
+    "af-johannesburg-1", "ap-batam-1", "ap-chuncheon-1", "ap-hyderabad-1", "ap-melbourne-1", "ap-mumbai-1",
+    "ap-osaka-1", "ap-seoul-1", "ap-singapore-1", "ap-singapore-2", "ap-sydney-1", "ap-tokyo-1", "ca-montreal-1",
+    "ca-toronto-1", "eu-amsterdam-1", "eu-frankfurt-1", "eu-jovanovac-1", "eu-madrid-1", "eu-marseille-1",
+    "eu-milan-1", "eu-paris-1", "eu-stockholm-1", "eu-zurich-1", "il-jerusalem-1", "me-abudhabi-1", "me-dubai-1",
+    "me-jeddah-1", "me-riyadh-1", "mx-monterrey-1", "mx-queretaro-1", "sa-bogota-1", "sa-santiago-1",
+    "sa-saopaulo-1", "sa-valparaiso-1", "sa-vinhedo-1", "uk-cardiff-1", "uk-london-1", "us-ashburn-1",
+    "us-chicago-1", "us-phoenix-1", "us-sanjose-1",
+    "us-langley-1", "us-luke-1", "us-gov-ashburn-1", "us-gov-chicago-1", "us-gov-phoenix-1", "uk-gov-cardiff-1",
+    "uk-gov-london-1",
+)
 
 
 def _minors(*minors: str) -> dict[str, str]:
@@ -598,6 +681,7 @@ PROFILES: dict[str, CloudProfile] = {
     "aws": CloudProfile(
         name="aws",
         service="EKS",
+        cluster_resource_suffix="eks",
         taint_effects=_API_EFFECTS,
         # The GPU Operator cannot own the driver on Amazon Linux (NVIDIA/gpu-operator#686): the EKS GPU AMI does.
         driver_owners=("managed",),
@@ -606,6 +690,9 @@ PROFILES: dict[str, CloudProfile] = {
         pool_naming=PoolNaming(max_len=59, pattern=r"[A-Za-z0-9][A-Za-z0-9_-]{0,58}"),
         default_system_instance="m6i.2xlarge",
         kubernetes_versions=_minors("1.32", "1.33", "1.34", "1.35", "1.36"),
+        # CreateCluster's version is a minor ("1.35"); EKS picks the patch itself.
+        kubernetes_version_form="minor",
+        regions=_AWS_REGIONS,
         extras={
             "vpcId": ExtraKey(str, "existing VPC id; omit to create a private VPC", requires=("subnetIds",),
                               check=lambda v: None if v.startswith("vpc-") else f"must be a VPC id (vpc-...); got {v!r}"),
@@ -657,9 +744,23 @@ PROFILES: dict[str, CloudProfile] = {
         # EKS knows IAM principals, not Kubernetes groups: an access entry per principal names the groups it joins.
         team_principals=ExtraKey(list, "IAM role or user ARNs whose sessions join the team's groups (EKS access "
                                        "entries)", check=_iam_principals),
-        region_pattern=r"(us|eu|ap|sa|ca|me|af|il|mx)(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|"
+        region_pattern=r"(us|eu|ap|sa|ca|me|af|il|mx|cn)(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|"
                        r"southeast|northwest|southwest)-\d",
+        # China and GovCloud regions (EKS runs in both) are partitions of their own: an arn:aws: policy does not
+        # exist there, and China's EC2 service principal has its own domain (eksctl's ServicePrincipalPartitionMap).
+        arn_partitions=(
+            ArnPartition("aws-cn", "cn-", ec2_principal="ec2.amazonaws.com.cn"),
+            ArnPartition("aws-us-gov", "us-gov-"),
+            ArnPartition("aws-iso", "us-iso-"),
+            ArnPartition("aws-iso-b", "us-isob-"),
+            ArnPartition("aws-iso-f", "us-isof-"),
+            ArnPartition("aws-iso-e", "eu-isoe-"),
+            ArnPartition("aws", ""),
+        ),
         region_example="us-east-1",
+        # EKS CreateCluster takes 1-100 characters, upper case and underscores included.
+        cluster_name_pattern=r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}",
+        cluster_name_doc="EKS cluster names are 1-100 letters, digits, '-' and '_', starting with a letter or digit",
         # EKS GPU node groups get EFA interfaces, a cluster placement group and the EFA device plugin (aws_fabric).
         fabrics={"efa": _EFA},
         instance_type_pattern=r"[a-z][a-z0-9-]*\.[a-z0-9]+",
@@ -680,6 +781,7 @@ PROFILES: dict[str, CloudProfile] = {
     "azure": CloudProfile(
         name="azure",
         service="AKS",
+        cluster_resource_suffix="aks",
         taint_effects=_K8S_EFFECTS,
         driver_owners=("managed", "operator"),
         default_driver="managed",
@@ -687,6 +789,9 @@ PROFILES: dict[str, CloudProfile] = {
         pool_naming=PoolNaming(max_len=12, pattern=r"[a-z][a-z0-9]{0,11}", drop_hyphens=True),
         default_system_instance="Standard_D8s_v5",
         kubernetes_versions=_minors("1.35", "1.36"),
+        # ManagedCluster.kubernetesVersion takes a minor (AKS picks the newest patch) or a full patch version.
+        kubernetes_version_form="minor-or-patch",
+        regions=_AZURE_REGIONS,
         extras={
             "resourceGroup": ExtraKey(str, "existing resource group; omit to create one"),
             "vnetSubnetId": ExtraKey(str, "existing subnet id for nodes; omit to create a VNet"),
@@ -723,7 +828,8 @@ PROFILES: dict[str, CloudProfile] = {
         operator_runtime_class="nvidia-container-runtime",
         region_pattern=r"[a-z]+[a-z0-9]*",
         region_example="eastus2",
-        instance_type_pattern=r"Standard_[A-Za-z0-9_]+",
+        # Constrained-vCPU sizes put the active vCPUs after a hyphen (Standard_E16-8s_v5, Standard_DS13-2_v2).
+        instance_type_pattern=r"Standard_[A-Za-z]+[0-9]+(-[0-9]+)?[A-Za-z]*(_[A-Za-z0-9]+)*",
         instance_type_example="Standard_D8s_v5",
         # AKS node pools hold at most 1000 nodes (maxCount).
         max_pool_nodes=1000,
@@ -748,12 +854,16 @@ PROFILES: dict[str, CloudProfile] = {
     "gcp": CloudProfile(
         name="gcp",
         service="GKE",
+        cluster_resource_suffix="gke",
         taint_effects=_API_EFFECTS,
         driver_owners=("managed", "operator"),
         default_driver="managed",
         pool_naming=PoolNaming(max_len=40, pattern=r"[a-z]([a-z0-9-]{0,38}[a-z0-9])?"),
         default_system_instance="e2-standard-8",
         kubernetes_versions=_minors("1.35", "1.36"),
+        # min_master_version takes a minor ("1.35") or a patch version ("1.35.2").
+        kubernetes_version_form="minor-or-patch",
+        regions=_GCP_REGIONS,
         # Dynamic Workload Scheduler: nodes of a queued node pool come only through ProvisioningRequests of this class.
         queued_provisioning_class="queued-provisioning.gke.io",
         extras={
@@ -806,12 +916,14 @@ PROFILES: dict[str, CloudProfile] = {
         region_example="us-central1",
         instance_type_pattern=r"[a-z][a-z0-9]*-[a-z0-9]+(-[a-z0-9]+)*",
         instance_type_example="e2-standard-8",
-        # GKE cluster names must start with a letter.
-        cluster_name_pattern=r"[a-z]([-a-z0-9]*[a-z0-9])?",
-        cluster_name_doc="GKE cluster names start with a letter",
+        # GKE cluster names: at most 40 characters, starting with a letter.
+        cluster_name_pattern=r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?",
+        cluster_name_doc="GKE cluster names start with a letter: 1-40 lowercase letters, digits and '-', not ending "
+                         "with '-'",
         zone_pattern="{region}-[a-z]",
-        # GKE allows at most 1000 nodes per node pool zone.
+        # GKE allows at most 1000 nodes per node pool zone: a regional pool over three zones holds 3000.
         max_pool_nodes=1000,
+        max_pool_nodes_per_zone=True,
         # A3 High (TCPX, 4 GPU NICs) and A3 Mega (TCPXO, 8) pools get one VPC per GPU NIC, multi-networking, compact
         # placement, the NCCL plugin installer and the NRI device injector (gcp_fabric, gpu/gpudirect); A3 Ultra and
         # A4 (RDMA over RoCE) are not attached.
@@ -871,14 +983,19 @@ PROFILES: dict[str, CloudProfile] = {
         # OKE takes full versions ("v1.35.1") from its supported list only; a pinned patch per minor keeps plans
         # deterministic (no control-plane upgrade because Oracle published a newer patch).
         kubernetes_versions={"1.34": "v1.34.1", "1.35": "v1.35.1"},
+        kubernetes_version_form="patch",
+        kubernetes_version_prefix="v",
+        regions=_OCI_REGIONS,
         # OKE node pools have no autoscaling of their own: the Cluster Autoscaler resizes them within min/max.
         autoscaler="cluster-autoscaler",
         # The OCI autoscaler builds a node pool's scale-from-zero template from its shape's GPU count
         # (cloudprovider/oci/nodepools/oci_manager.go): only nvidia.com/gpu, never MIG resources.
         autoscaler_template_whole_gpus=True,
-        # OCI regions name a city (us-ashburn-1); AWS's compass words there mean an AWS region was pasted.
-        region_pattern=r"[a-z]{2}-(?!(north|south|east|west|central|northeast|southeast|northwest|southwest)-)"
-                       r"[a-z]+-[0-9]+",
+        # OCI region identifiers are <geo>-<name>-<n>, the name a city (us-ashburn-1) that government and dedicated
+        # regions prefix (us-gov-ashburn-1, uk-gov-london-1, eu-dcc-milan-1); a compass word before the number means
+        # an AWS region was pasted.
+        region_pattern=r"(?!.*-(north|south|east|west|central|northeast|southeast|northwest|southwest)-[0-9]+$)"
+                       r"[a-z]{2}(-[a-z]+)+-[0-9]+",
         region_example="us-ashburn-1",
         instance_type_pattern=r"(VM|BM)\.[A-Za-z0-9.]+",
         instance_type_example="VM.Standard.E5.Flex",

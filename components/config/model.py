@@ -96,6 +96,11 @@ class Cluster:
     def adopted(self) -> bool:
         return self.existing_kubeconfig is not None
 
+    @property
+    def kubernetes_minor(self) -> str:
+        """The minor of kubernetes_version, which may name a patch (1.35.2 -> 1.35): what versioned APIs key on."""
+        return ".".join(self.kubernetes_version.split(".")[:2])
+
 
 @dataclass(frozen=True)
 class Sharing:

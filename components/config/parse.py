@@ -9,6 +9,8 @@ from typing import Any
 from components import catalog
 from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, PROFILES, CloudProfile
 from components.config.access import team_group_rules
+from components.config.endpoint import KEY as ENDPOINT_KEY
+from components.config.endpoint import min_prefixes, named_network_checks
 from components.config.errors import Problems
 from components.config.fabric import fabric_extras_checks
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
@@ -28,13 +30,14 @@ from components.config.provisioning import (
     nap_checks, provisioner_checks, provisioner_fabrics, provisioner_version_check, queued_checks,
 )
 from components.config.quota_reach import quota_reach_warnings
+from components.config.tables import region_check, version_check
 from components.config.zonal import per_zone_start_checks
 from policies.exemptions import POLICY_KEYS
 from policies.exemptions import read_policy as read_exemption_policy
 from components.config.training import topology_checks
 
 TOP_KEYS = ("cloud", "environment", "cluster", "gpuPools", "scheduler", "teams", "observability", "policy")
-_K8S_VERSION = re.compile(r"1\.\d{2}")
+_K8S_VERSION = re.compile(r"1\.\d{2}(\.\d+)?")
 _HTTP_URL = re.compile(r"https?://[^\s/]+(/\S*)?")
 _HOST_LABEL = r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
 _HOST = re.compile(rf"{_HOST_LABEL}(\.{_HOST_LABEL})*|\[[0-9A-Fa-f:.]+\]")  # a DNS name, an IPv4 or an [IPv6]
@@ -51,7 +54,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
 
     cluster = _cluster(top.value("cluster"), prof, production, problems)
     pool_items = top.list("gpuPools", required=True)
-    pools = read_pools(pool_items, prof, problems)
+    pools = read_pools(pool_items, prof, problems, _zone_count(cluster, prof))
     if prof and cluster:
         pools = provisioner_fabrics(cluster.extras, pool_items, pools, prof)
     declared = set(name_index(pool_items))
@@ -62,6 +65,11 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     observability = _observability(top.value("observability", {}), problems)
     _namespaces(observability, teams, problems)
     policy = read_policy(top.value("policy", {}), problems)
+    if prof and cluster:
+        raw_cluster = top.raw.get("cluster") if isinstance(top.raw.get("cluster"), dict) else {}
+        named_network_checks(raw_cluster.get("authorizedNetworks"), min_prefixes(raw_cluster.get(ENDPOINT_KEY),
+                                                                                 problems),
+                             cluster, prof, policy, production, problems)
     reclaim_opt_ins(top.value("teams", []), teams, observability, problems)
     host_access_single_tenant(teams, problems)
     team_principal_checks(teams, prof, bool(cluster and cluster.adopted), problems)
@@ -71,7 +79,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
         fabric_extras_checks(cluster.extras, cluster.adopted, pool_items, pools, prof, problems)
         per_zone_start_checks(cluster, pool_items, pools, prof, problems)
         provisioner_checks(cluster.extras, pool_items, pools, prof, problems)
-        provisioner_version_check(cluster.extras, cluster.kubernetes_version, prof, problems)
+        provisioner_version_check(cluster.extras, cluster.kubernetes_minor, prof, problems)
         nap_checks(cluster.extras, pools, prof, problems)
         team_group_rules(cluster, teams, prof, problems)
     if prof:
@@ -96,27 +104,38 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
 
 def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Problems) -> Cluster | None:
     sec = Section(raw, "cluster", problems, ("name", "region", "kubernetesVersion", "existingKubeconfig",
-                                            "systemPool", "privateEndpoint", "authorizedNetworks", *CLOUDS))
+                                            "systemPool", "privateEndpoint", "authorizedNetworks", ENDPOINT_KEY,
+                                            *CLOUDS))
     if raw is None:
         return None
-    name = sec.str("name", pattern=DNS1123_LABEL, what=DNS1123_WHAT)
-    if name and len(name) > 40:
-        problems.add(sec.at("name"), f"must be at most 40 characters (GKE and AKS limits); got {len(name)}")
-    elif name and prof and not re.fullmatch(prof.cluster_name_pattern, name):
-        problems.add(sec.at("name"), f"{name!r} is not a {prof.service} cluster name ({prof.cluster_name_doc})")
+    # Each cloud's own rule: an EKS name may hold what GKE refuses (upper case, '_', up to 100 characters).
+    name = sec.str("name")
+    if name and prof and not re.fullmatch(prof.cluster_name_pattern, name):
+        problems.add(sec.at("name"), f"{name!r:.110} is not a {prof.service} cluster name ({prof.cluster_name_doc}; "
+                                     f"got {len(name)} characters)")
     region = _cloud_format(sec, "region", prof, "region_pattern", "region_example", "region")
+    if region and prof:
+        region_check(sec.at("region"), region, prof, problems)
     region = sec.str("region")
     version = sec.str("kubernetesVersion", DEFAULT_KUBERNETES_VERSION, pattern=_K8S_VERSION,
-                      what=f"a Kubernetes minor version like \"{DEFAULT_KUBERNETES_VERSION}\"")
+                      what=f"a Kubernetes version like \"{DEFAULT_KUBERNETES_VERSION}\" or \"1.35.2\"")
     kubeconfig = sec.value("existingKubeconfig", None)
     if kubeconfig is not None and not isinstance(kubeconfig, str):
         problems.add(sec.at("existingKubeconfig"), "must be a kubeconfig string (set it with `pulumi config set --secret`)")
     # An adopted cluster already runs whatever version it runs; only a cluster we create must be on a creatable one.
-    if prof and kubeconfig is None and version and version not in prof.kubernetes_versions:
-        problems.add(sec.at("kubernetesVersion"), f"{version!r} is not a version {prof.service} offers here; allowed: "
-                                                  f"{', '.join(prof.kubernetes_versions)}")
+    if prof and kubeconfig is None and version and not version_check(sec.at("kubernetesVersion"), version, prof,
+                                                                       problems):
+        version = None
     private = sec.bool("privateEndpoint", production)
     networks = _authorized_networks(sec, prof, production, bool(private), problems)
+
+    extras: dict[str, Any] = {}
+    for other in CLOUDS:
+        if sec.has(other) and prof and other != prof.name:
+            problems.add(sec.at(other), f"is a block for {other}, but this stack's cloud is {prof.name}; "
+                                        f"only `cluster.{prof.name}` is allowed")
+    if prof:
+        extras = _extras(sec.value(prof.name, {}), sec.at(prof.name), prof, region, problems)
 
     sys_sec = Section(sec.value("systemPool", {}), sec.at("systemPool"), problems, ("instanceType", "minNodes", "maxNodes"))
     system_type = sys_sec.raw.get("instanceType")
@@ -124,8 +143,7 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
         problems.add(sys_sec.at("instanceType"), f"{sys_sec.raw['instanceType']} is a GPU instance type; the system "
                                                  "pool runs the platform's controllers on CPU nodes (GPU pools are "
                                                  "gpuPools)")
-    pool_limit = prof.max_pool_nodes if prof else None
-    why = f"{prof.service} node pool limit" if prof else ""
+    pool_limit, why = prof.pool_node_limit(len(extras.get(prof.zones_key) or ())) if prof else (None, "")
     system = NodePool(
         instance_type=_cloud_format(sys_sec, "instanceType", prof, "instance_type_pattern", "instance_type_example",
                                     "instance type", prof.default_system_instance if prof else None) or "",
@@ -137,18 +155,17 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
     if isinstance(system.min_nodes, int) and isinstance(system.max_nodes, int) and system.min_nodes > system.max_nodes:
         problems.add(sys_sec.at("maxNodes"), f"must be >= minNodes ({system.min_nodes}); got {system.max_nodes}")
 
-    extras: dict[str, Any] = {}
-    for other in CLOUDS:
-        if sec.has(other) and prof and other != prof.name:
-            problems.add(sec.at(other), f"is a block for {other}, but this stack's cloud is {prof.name}; "
-                                        f"only `cluster.{prof.name}` is allowed")
-    if prof:
-        extras = _extras(sec.value(prof.name, {}), sec.at(prof.name), prof, region, problems)
     if kubeconfig is not None:
         _adopted_warnings(sec, prof, problems)
     return Cluster(name=name or "", region=region or "", kubernetes_version=version or "", system_pool=system,
                    existing_kubeconfig=kubeconfig if isinstance(kubeconfig, str) else None,
                    private_endpoint=bool(private), authorized_networks=networks, extras=extras)
+
+
+def _zone_count(cluster: Cluster | None, prof: CloudProfile | None) -> int:
+    """How many zones a pool spans: those of the cloud's zone list (GKE), else one for the per-pool limit."""
+    zones = cluster.extras.get(prof.zones_key) if cluster and prof and prof.zones_key else None
+    return len(zones) if zones else 1
 
 
 def _authorized_networks(sec: Section, prof: CloudProfile | None, production: bool, private: bool,

@@ -24,14 +24,15 @@ LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 _TAINT_STRING = re.compile(r"(?P<key>[^=:]+)(=(?P<value>[^:]*))?:(?P<effect>\w+)")
 
 
-def read_pools(items: list[Any], prof: CloudProfile | None, problems: Problems) -> list[GpuPool]:
+def read_pools(items: list[Any], prof: CloudProfile | None, problems: Problems, zones: int = 1) -> list[GpuPool]:
+    """The pools of `gpuPools`; `zones`: how many zones of the cluster each pool spans."""
     if not items and not any(p.path == "gpuPools" for p in problems.errors):
         problems.add("gpuPools", "must list at least one GPU pool")
     pools: list[GpuPool] = []
     cloud_names: dict[str, str] = {}
     for i, item in enumerate(items):
         path = join("gpuPools", i)
-        pool = _pool(item, path, prof, problems)
+        pool = _pool(item, path, prof, problems, zones)
         if pool is None:
             continue
         if any(p.name == pool.name for p in pools):
@@ -45,13 +46,13 @@ def read_pools(items: list[Any], prof: CloudProfile | None, problems: Problems) 
     return pools
 
 
-def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems) -> GpuPool | None:
+def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems, zones: int) -> GpuPool | None:
     sec = Section(raw, path, problems, ("name", "instanceType", "minNodes", "maxNodes", "capacityType", "workload",
                                         "sharing", "driver", "labels", "taints", "topology", "fabric",
                                         "provisioning"))
     name = sec.str("name", pattern=DNS1123_LABEL, what=DNS1123_WHAT)
     instance_type = sec.str("instanceType")
-    limit, why = (prof.max_pool_nodes, f"{prof.service} node pool limit") if prof else (INT32_MAX, "")
+    limit, why = prof.pool_node_limit(zones) if prof else (INT32_MAX, "")
     min_nodes = sec.int("minNodes", default(GpuPool, "min_nodes"), minimum=0, maximum=limit, why=why)
     max_nodes = sec.int("maxNodes", minimum=1, maximum=limit, why=why)
     if isinstance(min_nodes, int) and isinstance(max_nodes, int) and min_nodes > max_nodes:

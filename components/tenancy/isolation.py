@@ -49,9 +49,9 @@ def team_pod_security(config: PlatformConfig, team: Team) -> dict[str, str]:
     if team.pod_security == FABRIC_SIDECAR:
         # Pod Security admission cannot except one container; the namespace's own admission policy
         # (fabric_baseline.py, named in the label) enforces baseline with the fabric sidecar's exception instead.
-        return {**pod_security_labels(config.cluster.kubernetes_version, enforce="privileged"),
+        return {**pod_security_labels(config.cluster.kubernetes_minor, enforce="privileged"),
                 POLICY_LABEL: policy_name(team.name)}
-    return pod_security_labels(config.cluster.kubernetes_version, enforce=team.pod_security)
+    return pod_security_labels(config.cluster.kubernetes_minor, enforce=team.pod_security)
 
 
 def privileged_namespace_labels() -> dict[str, str]:

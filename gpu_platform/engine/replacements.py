@@ -50,10 +50,11 @@ REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
     # pulumi-azure-native#3655 makes vmSize and gpuInstanceProfile replace an AgentPool ("You can't change the VM
     # size of a node pool after you create it", AKS manage-node-pools limitations); the path parameters name the
     # pool; spot priority, eviction policy, max price, OS type and GPU driver cannot change on an existing pool
-    # either (terraform-provider-azurerm kubernetes_cluster_node_pool_resource.go marks them ForceNew).
+    # either (terraform-provider-azurerm kubernetes_cluster_node_pool_resource.go marks them ForceNew). Nor can its
+    # zones: Azure refuses to change an existing agent pool's availabilityZones (azurerm marks `zones` ForceNew).
     "azure-native:containerservice:AgentPool": (
         "agentPoolName", "resourceGroupName", "resourceName", "vmSize", "gpuInstanceProfile", "scaleSetPriority",
-        "scaleSetEvictionPolicy", "spotMaxPrice", "osType", "gpuProfile.driver",
+        "scaleSetEvictionPolicy", "spotMaxPrice", "osType", "gpuProfile.driver", "availabilityZones",
     ),
     # terraform-provider-oci containerengine_node_pool_resource.go: only the cluster and compartment are ForceNew.
     # nodeShape, image and metadata update in place and apply to nodes created afterwards: existing nodes keep

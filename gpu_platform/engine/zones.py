@@ -17,6 +17,11 @@ AWS_ZONES: dict[str, tuple[str, ...]] = {
     "eu-north-1": tuple(f"eu-north-1{z}" for z in "abc"),
     "ap-northeast-1": tuple(f"ap-northeast-1{z}" for z in "acd"),
     "ap-southeast-2": tuple(f"ap-southeast-2{z}" for z in "abc"),
+    # China (partition aws-cn) and GovCloud (aws-us-gov); cn-north-1 has no "c".
+    "cn-north-1": tuple(f"cn-north-1{z}" for z in "abd"),
+    "cn-northwest-1": tuple(f"cn-northwest-1{z}" for z in "abc"),
+    "us-gov-west-1": tuple(f"us-gov-west-1{z}" for z in "abc"),
+    "us-gov-east-1": tuple(f"us-gov-east-1{z}" for z in "abc"),
 }
 # GCP: region plus "-<letter>", letters differ per region (us-central1 has a, b, c, f; us-east1 has b, c, d).
 GCP_ZONES: dict[str, tuple[str, ...]] = {

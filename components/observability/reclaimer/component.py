@@ -80,7 +80,7 @@ class Reclaimer(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         # Its one pod already meets `restricted`: enforce it, so nothing weaker can ever run next to its token.
         namespace = core.Namespace(f"{name}-namespace", metadata=meta.ObjectMetaArgs(
-            name=NAMESPACE, labels=pod_security_labels(config.cluster.kubernetes_version, enforce="restricted")),
+            name=NAMESPACE, labels=pod_security_labels(config.cluster.kubernetes_minor, enforce="restricted")),
             opts=child)
         ns = namespace.metadata.name
         account = core.ServiceAccount(f"{name}-account", metadata=meta.ObjectMetaArgs(name=NAME, namespace=ns),
