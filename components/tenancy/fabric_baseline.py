@@ -17,12 +17,11 @@ import json
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes.admissionregistration.v1 as admission
-import pulumi_kubernetes.meta.v1 as meta
 
 from components.clouds.profiles import GpuDirect, profile
 from components.config.model import PlatformConfig, Team
 from components.gpu.gpudirect import writable_host_path
+from components.tenancy.deny_policy import deny_policy
 
 POLICY_PREFIX = "gpu-platform-fabric-baseline"
 # The namespace label naming the policy that enforces what its `privileged` Pod Security label no longer does.
@@ -179,12 +178,6 @@ class FabricBaseline(pulumi.ComponentResource):
     def __init__(self, name: str, config: PlatformConfig, team: Team, opts: pulumi.ResourceOptions | None = None):
         policy_name_ = policy_name(team.name)
         super().__init__(self.TYPE, name, {"policy": policy_name_, "namespace": team.name}, opts)
-        policy = admission.ValidatingAdmissionPolicy(
-            f"{name}-policy", metadata=meta.ObjectMetaArgs(name=policy_name_),
-            spec=baseline_rules(team_sidecars(config, team)), opts=pulumi.ResourceOptions(parent=self))
-        admission.ValidatingAdmissionPolicyBinding(
-            f"{name}-binding", metadata=meta.ObjectMetaArgs(name=policy_name_),
-            spec={"policyName": policy_name_, "validationActions": ["Deny"],
-                  "matchResources": {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: team.name}}}},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]))
+        deny_policy(name, policy_name_, baseline_rules(team_sidecars(config, team)), self,
+                    {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: team.name}}})
         self.register_outputs({"policy": policy_name_})

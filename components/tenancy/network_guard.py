@@ -13,10 +13,9 @@ from __future__ import annotations
 import json
 
 import pulumi
-import pulumi_kubernetes.admissionregistration.v1 as admission
-import pulumi_kubernetes.meta.v1 as meta
 
 from components.config.model import PlatformConfig
+from components.tenancy.deny_policy import deny_policy
 
 POLICY = "gpu-platform-team-network-policies"
 
@@ -50,11 +49,5 @@ class TeamNetworkGuard(pulumi.ComponentResource):
     def __init__(self, name: str, config: PlatformConfig, team_label: str,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, {"policy": POLICY}, opts)
-        policy = admission.ValidatingAdmissionPolicy(
-            f"{name}-policy", metadata=meta.ObjectMetaArgs(name=POLICY), spec=guard_rules(config, team_label),
-            opts=pulumi.ResourceOptions(parent=self))
-        admission.ValidatingAdmissionPolicyBinding(
-            f"{name}-binding", metadata=meta.ObjectMetaArgs(name=POLICY),
-            spec={"policyName": POLICY, "validationActions": ["Deny"]},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]))
+        deny_policy(name, POLICY, guard_rules(config, team_label), self)
         self.register_outputs({"policy": POLICY})

@@ -29,13 +29,12 @@ import json
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes.admissionregistration.v1 as admission
-import pulumi_kubernetes.meta.v1 as meta
 
 from components.clouds.labels import POOL_LABEL
 from components.config.model import FABRIC_SIDECAR, GPU_TAINT, PlatformConfig
 from components.gpu.operands import volume_mount_devices
 from components.scheduling.kueue import fabric_resources
+from components.tenancy.deny_policy import deny_policy
 from components.tenancy.device_env import env_validation, env_variables
 from components.tenancy.node_reach import reach_variables
 
@@ -126,11 +125,5 @@ class GpuPoolAdmission(pulumi.ComponentResource):
     def __init__(self, name: str, config: PlatformConfig, team_label: str,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, {"policy": POLICY, "teamPools": team_pools(config)}, opts)
-        policy = admission.ValidatingAdmissionPolicy(
-            f"{name}-policy", metadata=meta.ObjectMetaArgs(name=POLICY), spec=pool_rules(config, team_label),
-            opts=pulumi.ResourceOptions(parent=self))
-        admission.ValidatingAdmissionPolicyBinding(
-            f"{name}-binding", metadata=meta.ObjectMetaArgs(name=POLICY),
-            spec={"policyName": POLICY, "validationActions": ["Deny"]},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]))
+        deny_policy(name, POLICY, pool_rules(config, team_label), self)
         self.register_outputs({"policy": POLICY})
