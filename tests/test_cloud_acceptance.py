@@ -14,7 +14,7 @@ GCP = {
     "cluster": {"name": "ml", "region": "us-central1", "authorizedNetworks": ["203.0.113.0/24"],
                 "gcp": {"project": "acme", "zones": ["us-central1-a"]}},
     "gpuPools": [{"name": "l4", "instanceType": "g2-standard-24", "maxNodes": 2}],
-    "teams": [{"name": "research", "quotas": {"l4": 2}}],
+    "teams": [{"name": "research", "quotas": {"l4": 4}}],  # all of the pool: no unreachable-capacity warning
 }
 AZURE = {
     "cloud": "azure", "environment": "development",
