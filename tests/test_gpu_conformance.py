@@ -216,8 +216,12 @@ def test_mig_layouts_use_valid_profiles_in_mig_parted_style(config):
     table = load_yaml("mig-profiles.yaml")["gpus"]
     defaults = load_yaml("mig-parted/config-default.yaml")["mig-configs"]
     pool = config.gpu_pools[0]
-    limits = {p["name"]: p["max_instances"] for p in table[MIG_TABLE_NAME.get(pool.instance.gpu.name,
-                                                                            pool.instance.gpu.name)]["profiles"]}
+    gpu = pool.instance.gpu
+    table_name = MIG_TABLE_NAME.get(gpu.name, gpu.name)
+    # A GPU mig-profiles.yaml does not list yet (B300) is held to mig-parted's own layouts below, and to the
+    # catalog's counts, which test_catalog checks against those layouts.
+    limits = ({p["name"]: p["max_instances"] for p in table[table_name]["profiles"]} if table_name in table
+              else {p.name: p.max_per_gpu for p in gpu.mig_profiles})
     configs = mig_configs(config)
     assert configs["all-disabled"] == defaults["all-disabled"]
     name = pool.sharing.mig_config_name

@@ -117,6 +117,6 @@ def test_adding_an_aks_zone_is_named_as_replacing_every_agent_pool(tmp_path, cap
         assert any(line.startswith("  +- azure-native:containerservice:AgentPool  ") and f"[pool {pool}]" in line
                    and "REPLACE: availabilityZones" in line for line in lines), lines
     assert main(["validate", "azure-prod", "--file", str(two), "--against", str(old)]) == 0
-    out = capsys.readouterr().out
-    assert "warning: replaces pool a10-spot: azure-native:containerservice:AgentPool" in out
-    assert "(availabilityZones)" in out
+    err = capsys.readouterr().err  # warnings go to standard error
+    assert "warning: replaces pool a10-spot: azure-native:containerservice:AgentPool" in err
+    assert "(availabilityZones)" in err

@@ -59,8 +59,9 @@ def test_adding_a_reserved_pool_in_a_fourth_zone_moves_no_subnet_and_replaces_no
     after = plan_with("aws-prod", add_reserved_pool("us-east-1d"))
     diff = diff_plans(before, after)
     assert diff.of("replace") == [] and diff.of("delete") == []
-    # Only the autoscaler learns of the new pool (its priority-expander tier).
-    assert [c.resource.name for c in diff.of("change")] == ["cluster-autoscaler-release"]
+    # Only the autoscaler (its priority-expander tier) and the GPU-pool admission policy (which holds team pods off
+    # every GPU pool not theirs) learn of the new pool.
+    assert [c.resource.name for c in diff.of("change")] == ["cluster-autoscaler-release", "gpu-pools-policy"]
     subnets = by_name(after, SUBNET)
     assert {n: s.inputs["availabilityZone"] for n, s in subnets.items() if "private" in n} == {
         "ml-prod-private-0": "us-east-1a", "ml-prod-private-1": "us-east-1b", "ml-prod-private-2": "us-east-1c",

@@ -14,6 +14,7 @@ from components.config.capacity import mig_strategy, quota_capacity, quota_resou
 from components.config.errors import Problems
 from components.config.fields import join
 from components.config.model import GpuPool, Scheduler, Team
+from components.scheduling.kinds import KINDS
 
 SHARED_UNITS = {"mps": "MPS replicas", "time-slicing": "time-slicing replicas"}
 
@@ -45,7 +46,7 @@ def reachable(pool: GpuPool, pools: list[GpuPool], scheduler: Scheduler, teams: 
     strategy = mig_strategy(pools)
     limit = quota_capacity(pool, strategy)
     users = [t for t in teams if pool.name in t.quotas]
-    if scheduler.kind == "kueue":
+    if not KINDS[scheduler.kind].borrowing_adds_capacity:
         return min(limit, sum(t.quotas[pool.name] for t in users))
     capacity = quota_resources(pool, limit, strategy)
     cohort = len(teams) >= 2
@@ -69,9 +70,7 @@ def quota_reach_warnings(pools: list[GpuPool], scheduler: Scheduler, teams: list
         reach = reachable(pool, pools, scheduler, teams)
         nominal = sum(t.quotas[pool.name] for t in users)
         if reach < limit:
-            how = ("Kueue admits at most the teams' nominal quotas: borrowing moves unused quota between teams, it "
-                   "adds none" if scheduler.kind == "kueue" else
-                   "a Volcano queue grows at most to its nominal quota plus borrowingLimit")
+            how = KINDS[scheduler.kind].reach_rule
             problems.warn(at, f"pool {pool.name!r} offers {limit} {unit} at maxNodes {pool.max_nodes} but teams can "
                               f"use at most {reach}: {limit - reach} {unit} are unreachable (quotas: {owners}; {how}); "
                               "raise the quotas or lower maxNodes")

@@ -42,6 +42,10 @@ class SchedulerKind:
     namespace_queue_annotation: str | None  # annotation on a team namespace naming its default queue
     reserved_queue_names: tuple[str, ...]  # queue names the scheduler keeps for itself
     max_flavor_tolerations: int | None  # tolerations one pool's queue flavor can carry, None: no limit
+    # Whether borrowing lets a team's queue grow into idle capacity beyond the teams' nominal quotas together, and
+    # the reason the unreachable-capacity warning gives (components/config/quota_reach.py).
+    borrowing_adds_capacity: bool
+    reach_rule: str
 
     def queue_of(self, team: str) -> str:
         """A team's queue as its jobs name it (the team's namespace has the team's name)."""
@@ -63,6 +67,10 @@ KINDS: dict[str, SchedulerKind] = {k.name: k for k in (
         local_queue="default", installer="components.scheduling.kueue:install",
         workloads=True, topology=True, frameworks=True, namespace_queue_annotation=None, reserved_queue_names=(),
         max_flavor_tolerations=8,  # ResourceFlavor.spec.tolerations maxItems in the v1beta2 CRD
+        # A cohort lends only its members' unused nominal quota (the simulator's QuotaBook.available).
+        borrowing_adds_capacity=False,
+        reach_rule="Kueue admits at most the teams' nominal quotas: borrowing moves unused quota between teams, it "
+                   "adds none",
     ),
     SchedulerKind(
         name="volcano", title="Volcano", namespace="volcano-system",
@@ -73,6 +81,9 @@ KINDS: dict[str, SchedulerKind] = {k.name: k for k in (
         namespace_queue_annotation="scheduling.volcano.sh/queue-name",
         reserved_queue_names=("root",),  # Volcano's own root queue
         max_flavor_tolerations=None,
+        # The capacity plugin lets a queue take idle capacity up to its capability (deserved plus borrowingLimit).
+        borrowing_adds_capacity=True,
+        reach_rule="a Volcano queue grows at most to its nominal quota plus borrowingLimit",
     ),
 )}
 SCHEDULERS: tuple[str, ...] = tuple(KINDS)
