@@ -48,3 +48,17 @@ def test_config_warnings_carry_the_prefix_on_stderr_in_every_command(warned_stac
     assert WARNED not in captured.out
     if "json" in argv:
         json.loads(captured.out)  # standard output stays the result alone
+
+
+def test_each_config_warning_is_printed_once_outside_pytest(warned_stack):
+    """The program logs its config warnings for `pulumi up`; under the offline engine they went to Python's logging
+    as well, printed bare beside the command's own line (pytest's log capture hides that, so a real process runs)."""
+    import os
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "gpu_platform.cli", "plan", "--file", warned_stack, "--format",
+                           "json"], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "authorizedNetworks" in line]
+    assert len(lines) == 1 and lines[0].startswith(WARNED), done.stderr

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import runpy
 import sys
 from contextlib import contextmanager
@@ -110,7 +111,7 @@ def plan_stack(stack: str | None = None, file: str | Path | None = None,
                config_overrides: dict[str, Any] | None = None) -> Plan:
     """Validate, then run the program offline. Raises ConfigError before anything is registered."""
     name, path, config, validated = validate_stack(stack, file, config_overrides)
-    registrations, outputs = run_program(name, config)
+    registrations, outputs = run_program(name, config, printed=validated.warnings)
     resources = [
         PlannedResource(urn=r.urn, type=r.type, name=r.name, parent=r.parent, custom=r.custom,
                         inputs=to_plain(r.inputs),
@@ -135,8 +136,11 @@ def run_main() -> None:
     runpy.run_path(str(PROJECT_ROOT / "__main__.py"), run_name="__main__")
 
 
-def run_program(stack: str, config: dict[str, Any], program: Callable[[], None] = run_main):
-    """Run `program` in this process against a recording mock monitor; returns registrations and outputs."""
+def run_program(stack: str, config: dict[str, Any], program: Callable[[], None] = run_main,
+                printed: tuple[str, ...] = ()):
+    """Run `program` in this process against a recording mock monitor; returns registrations and outputs. The
+    program's log messages go to the `gpu_platform.program` logger, except the config warnings in `printed`,
+    which __main__.py logs for `pulumi up` and the commands print themselves (once, with their prefix)."""
     import pulumi
     from pulumi.runtime import settings
     from pulumi.runtime.config import set_all_config
@@ -150,7 +154,8 @@ def run_program(stack: str, config: dict[str, Any], program: Callable[[], None] 
     _forget_failed_runs(settings.SETTINGS)
     set_all_config({k: v if isinstance(v, str) else json.dumps(v, default=str) for k, v in config.items()})
     monitor = RecordingMonitor(StrictMocks(config))
-    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor)
+    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor,
+                             logger=_program_logger(printed))
     with _no_cyclic_gc():
         try:
             program()
@@ -168,6 +173,15 @@ def run_program(stack: str, config: dict[str, Any], program: Callable[[], None] 
     if monitor.schema_problems:
         raise ProviderSchemaError(monitor.schema_problems)
     return monitor.registrations, outputs
+
+
+def _program_logger(printed: tuple[str, ...]) -> logging.Logger:
+    logger = logging.getLogger("gpu_platform.program")
+    for old in list(logger.filters):
+        logger.removeFilter(old)
+    known = set(printed)
+    logger.addFilter(lambda record: record.getMessage() not in known)
+    return logger
 
 
 def _forget_failed_runs(sdk_settings) -> None:
