@@ -162,7 +162,7 @@ def test_cli_plan_exits_2_naming_urn_and_path(monkeypatch, capsys):
         _node_group(taints=[{"key": "k", "efect": "NO_SCHEDULE"}])
 
     monkeypatch.setattr(plan, "run_main", buggy_program)
-    monkeypatch.setattr(plan.run_program, "__defaults__", (buggy_program,))
+    monkeypatch.setattr(plan.run_program, "__defaults__", (buggy_program, *plan.run_program.__defaults__[1:]))
     assert cli.main(["plan", "aws-prod"]) == 2
     err = capsys.readouterr().err
     assert "do not match the provider SDK schema" in err and "Traceback" not in err
