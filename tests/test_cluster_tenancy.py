@@ -275,6 +275,22 @@ def test_quota_counts_stored_pods_so_the_team_cannot_creep_past_it(cluster, tena
         cluster.kubectl("delete", "pod", "trainer", "one-more", "-n", ns, "--ignore-not-found", "--wait=false")
 
 
+def test_a_team_cannot_request_more_cpu_memory_or_pods_than_its_caps(cluster, tenant):
+    """The compute quota bounds the team's CPU pods (what could starve the system pool): one pod above the cap is
+    refused, and a pod that asks for nothing still counts through the LimitRange's default requests."""
+    hard = cluster.get("resourcequota", "compute-quota", "-n", TEAM)["spec"]["hard"]
+    above = {"cpu": str(int(hard["requests.cpu"]) + 1)}
+    pod = changed(gpu_pod(), cpu_only())
+    pod["spec"] = {k: v for k, v in pod["spec"].items() if v is not None}
+    over = changed(pod, container_set(resources={"requests": above}))
+    assert "exceeded quota: compute-quota" in refusal(dry_run(tenant, over))
+    bare = changed(pod, container_set(resources={}))
+    done = tenant.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", stdin=yaml.safe_dump(bare))
+    assert not refusal(done)
+    assert json.loads(done.stdout)["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "500m",
+                                                                                         "memory": "1Gi"}
+
+
 def as_service_account(cluster, namespace: str, name: str):
     """kubectl as a service account, with the groups the API server gives one."""
     return lambda *args, **kw: cluster.kubectl(
