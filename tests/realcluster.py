@@ -198,7 +198,9 @@ class Cluster:
                 str(self.bin_dir / "kube-controller-manager"), "--kubeconfig", str(self.kubeconfig),
                 "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
                 "--service-account-private-key-file", str(p("sa.key")), "--root-ca-file", str(p("ca.crt")),
-                "--use-service-account-credentials=false", "--controllers", "*",
+                # Each controller as its own kube-system service account, as managed clusters run them: the queue-gate
+                # policy (tenancy/queue_gate.py) tells the Job controller's pods from a team's by that identity.
+                "--use-service-account-credentials=true", "--controllers", "*",
                 # Quota usage is what the tests read right after creating pods: recount quickly.
                 "--resource-quota-sync-period", "5s", "--concurrent-resource-quota-syncs", "2",
             ], self.folder / "kube-controller-manager.log")

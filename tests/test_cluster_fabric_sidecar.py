@@ -40,10 +40,13 @@ def cluster(control_plane, tmp_path_factory):
 
 
 def on_the_pool(pod: dict) -> dict:
-    """The pod as a team submits it: on its TCPX pool (the pool admission policy), at its priority."""
+    """The pod as a team submits it: on its TCPX pool (the pool admission policy), at its priority, gated until
+    Kueue admits it. No Kueue webhook runs here to add that gate, so the pod carries it as the webhook would leave
+    it; without it the queue-gate policy (tenancy/queue_gate.py) refuses a team's GPU pod."""
     pod = copy.deepcopy(pod)
     pod["spec"]["nodeSelector"] = {POOL_LABEL: POOL}
     pod["spec"]["priorityClassName"] = "gpu-high"
+    pod["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
     return pod
 
 

@@ -24,6 +24,7 @@ from components.clouds.labels import POOL_LABEL
 from components.scheduling.priorities import CEILING_POLICY, WORKLOAD_PRIORITY_LABEL
 from components.tenancy.network_guard import POLICY as TEAM_NETWORK_POLICY
 from components.tenancy.pool_admission import POLICY as POOL_POLICY
+from components.tenancy.queue_gate import POLICY as QUEUE_GATE
 from gpu_platform.engine import plan_stack
 from helm import CHARTS, Helm, extract_helm
 from test_scheduling_stacks import stack_config
@@ -127,12 +128,18 @@ def dry_run(who, obj: dict):
 # --- pods: GPU pools, priority ceiling, GPU and MIG quota, Pod Security ------------------------------------------
 
 CONTAINER = {"name": "main", "image": "registry.example/train:1"}
+# Kueue's pod webhook puts this gate on every pod of a team namespace it must admit, before validation. No webhook
+# runs here, so a pod the team creates carries it as the webhook would leave it: a team-created GPU pod without it is
+# one Kueue skipped (the queue-gate policy), the case the gate-less pods below are.
+KUEUE_GATE = [{"name": "kueue.x-k8s.io/admission"}]
 
 
 def gpu_pod(namespace: str = TEAM, pool: str = OWN_POOL, resources: dict | None = None) -> dict:
-    """A pod the team may create: whole GPUs on its own pool at its own priority, Pod Security baseline."""
+    """A pod the team may create: whole GPUs on its own pool at its own priority, Pod Security baseline, gated by
+    Kueue's webhook."""
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": namespace},
             "spec": {"nodeSelector": {POOL_LABEL: pool}, "priorityClassName": "gpu-normal",
+                     "schedulingGates": copy.deepcopy(KUEUE_GATE),
                      "containers": [{**CONTAINER, "resources": {"limits": resources or {"nvidia.com/gpu": "8"}}}]}}
 
 
@@ -155,8 +162,15 @@ def limits(resources: dict):
 
 
 def cpu_only(**fields):
-    """A pod asking for no GPU (nodeSelector dropped unless given): what the GPU-request rule never looked at."""
-    return lambda pod: (spec_set(**{"nodeSelector": None, **fields})(pod), limits({"cpu": "1"})(pod))
+    """A pod asking for no GPU (nodeSelector dropped unless given, and no gate: Kueue's webhook gates only pods that
+    ask for what its queues count): what the GPU-request rule never looked at."""
+    return lambda pod: (spec_set(**{"nodeSelector": None, "schedulingGates": None, **fields})(pod),
+                        limits({"cpu": "1"})(pod))
+
+
+def ungated(change=lambda pod: None):
+    """A GPU pod Kueue's webhook did not gate, as it skips a pod whose controller owner is a kind Kueue manages."""
+    return lambda pod: (spec_set(schedulingGates=None)(pod), change(pod))
 
 
 TOLERATE_ALL = [{"operator": "Exists"}]  # no key: tolerates every taint, the GPU taint included
@@ -172,18 +186,25 @@ POD_CASES = {
     "compliant": (lambda pod: None, ""),
     "mig-slices-on-own-pool": (lambda pod: (spec_set(nodeSelector={POOL_LABEL: "a100-infer"})(pod),
                                             limits({"nvidia.com/mig-1g.10gb": "4"})(pod)), ""),
-    "gated-until-kueue-admits-it": (spec_set(nodeSelector=None, schedulingGates=[{"name": "kueue.x-k8s.io/admission"}]),
-                                    ""),
-    "cpu-pod-anywhere": (lambda pod: (spec_set(nodeSelector=None)(pod), limits({"cpu": "1"})(pod)), ""),
-    "another-teams-pool": (spec_set(nodeSelector={POOL_LABEL: OTHER_POOL}), POOL_POLICY),
-    "no-pool": (spec_set(nodeSelector=None), POOL_POLICY),
+    "gated-until-kueue-admits-it": (spec_set(nodeSelector=None), ""),
+    "cpu-pod-anywhere": (cpu_only(), ""),
+    # Ungated GPU pods come from controllers (a Job's, once Kueue admitted the Job and set its pool); the team may
+    # not create one even on its own pool, whoever it names as owner.
+    "ungated-on-its-own-pool": (ungated(), QUEUE_GATE),
+    "ungated-owned-by-a-job": (ungated(lambda pod: pod["metadata"].update(ownerReferences=[{
+        "apiVersion": "batch/v1", "kind": "Job", "name": "finished", "controller": True,
+        "uid": "00000000-0000-0000-0000-000000000001"}])), QUEUE_GATE),
+    "ungated-mig-slices": (ungated(lambda pod: (spec_set(nodeSelector={POOL_LABEL: "a100-infer"})(pod),
+                                                limits({"nvidia.com/mig-1g.10gb": "4"})(pod))), QUEUE_GATE),
+    "another-teams-pool": (ungated(spec_set(nodeSelector={POOL_LABEL: OTHER_POOL})), POOL_POLICY),
+    "no-pool": (ungated(spec_set(nodeSelector=None)), POOL_POLICY),
     "gpu-in-an-init-container-off-pool": (lambda pod: (
-        spec_set(nodeSelector={POOL_LABEL: OTHER_POOL}, initContainers=[
+        spec_set(nodeSelector={POOL_LABEL: OTHER_POOL}, schedulingGates=None, initContainers=[
             {**CONTAINER, "name": "warmup", "resources": {"limits": {"nvidia.com/gpu": "1"}}}])(pod),
         limits({"cpu": "1"})(pod)), POOL_POLICY),
     "efa-nics-without-gpus-on-another-teams-pool": (lambda pod: (
-        spec_set(nodeSelector={POOL_LABEL: OTHER_POOL})(pod), limits({"vpc.amazonaws.com/efa": "1"})(pod)),
-        POOL_POLICY),
+        spec_set(nodeSelector={POOL_LABEL: OTHER_POOL}, schedulingGates=None)(pod),
+        limits({"vpc.amazonaws.com/efa": "1"})(pod)), POOL_POLICY),
     # No GPU request, but able to land on GPU nodes: by tolerating the GPU taint, or by naming a node.
     "cpu-pod-tolerating-everything-on-its-own-pool": (cpu_only(tolerations=TOLERATE_ALL,
                                                                nodeSelector={POOL_LABEL: OWN_POOL}), ""),
@@ -254,18 +275,85 @@ def test_quota_counts_stored_pods_so_the_team_cannot_creep_past_it(cluster, tena
         cluster.kubectl("delete", "pod", "trainer", "one-more", "-n", ns, "--ignore-not-found", "--wait=false")
 
 
-def test_removing_the_scheduling_gate_of_an_unpinned_gpu_pod_is_refused(cluster, tenant):
-    """A gated pod is admitted so Kueue can place it; whoever lifts the gate must have set the team's pool first."""
-    pod = changed(gpu_pod(), spec_set(schedulingGates=[{"name": "kueue.x-k8s.io/admission"}]))
-    del pod["spec"]["nodeSelector"]
-    pod["metadata"]["name"] = "gated"
+def test_a_team_cannot_request_more_cpu_memory_or_pods_than_its_caps(cluster, tenant):
+    """The compute quota bounds the team's CPU pods (what could starve the system pool): one pod above the cap is
+    refused, and a pod that asks for nothing still counts through the LimitRange's default requests."""
+    hard = cluster.get("resourcequota", "compute-quota", "-n", TEAM)["spec"]["hard"]
+    above = {"cpu": str(int(hard["requests.cpu"]) + 1)}
+    pod = changed(gpu_pod(), cpu_only())
+    pod["spec"] = {k: v for k, v in pod["spec"].items() if v is not None}
+    over = changed(pod, container_set(resources={"requests": above}))
+    assert "exceeded quota: compute-quota" in refusal(dry_run(tenant, over))
+    bare = changed(pod, container_set(resources={}))
+    done = tenant.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", stdin=yaml.safe_dump(bare))
+    assert not refusal(done)
+    assert json.loads(done.stdout)["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "500m",
+                                                                                         "memory": "1Gi"}
+
+
+def as_service_account(cluster, namespace: str, name: str):
+    """kubectl as a service account, with the groups the API server gives one."""
+    return lambda *args, **kw: cluster.kubectl(
+        *args, as_user=f"system:serviceaccount:{namespace}:{name}",
+        as_groups=("system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"),
+        **{"check": False, **kw})
+
+
+KUEUE_SA = ("kueue-system", "kueue-controller-manager")  # the chart's controller: what lifts the gate it admits
+
+
+def test_only_kueue_lifts_the_gate_and_only_onto_the_teams_pool(cluster, tenant):
+    """A gated pod is admitted so Kueue can place it. The team may not lift the gate itself, even with its own pool
+    set (it would run without the queue's per-pool quota); Kueue may, once the pod names one of the team's pools."""
+    pinned = changed(gpu_pod(), lambda p: p["metadata"].update(name="pinned"))
+    unpinned = changed(gpu_pod(), lambda p: (p["metadata"].update(name="unpinned"), p["spec"].pop("nodeSelector")))
+    ungate = ("--type=json", "-p", json.dumps([{"op": "remove", "path": "/spec/schedulingGates"}]))
+    kueue = as_service_account(cluster, *KUEUE_SA)
     try:
-        assert not refusal(tenant.kubectl("create", "-f", "-", stdin=yaml.safe_dump(pod)))
-        ungate = tenant.kubectl("patch", "pod", "gated", "-n", TEAM, "--type=json",
-                                "-p", json.dumps([{"op": "remove", "path": "/spec/schedulingGates"}]))
-        assert POOL_POLICY in refusal(ungate)
+        for pod in (pinned, unpinned):
+            assert not refusal(tenant.kubectl("create", "-f", "-", stdin=yaml.safe_dump(pod)))
+        assert QUEUE_GATE in refusal(tenant.kubectl("patch", "pod", "pinned", "-n", TEAM, *ungate))
+        assert POOL_POLICY in refusal(kueue("patch", "pod", "unpinned", "-n", TEAM, *ungate))
+        assert not refusal(kueue("patch", "pod", "pinned", "-n", TEAM, *ungate))
     finally:
-        cluster.kubectl("delete", "pod", "gated", "-n", TEAM, "--ignore-not-found", "--wait=false")
+        cluster.kubectl("delete", "pod", "pinned", "unpinned", "-n", TEAM, "--ignore-not-found", "--wait=false")
+
+
+def test_a_team_service_account_is_a_team_identity(cluster, tenant):
+    """`edit` lets a team make service accounts, run pods as them and impersonate them: one of the team's own
+    namespace gets no more than the team, even granted `edit` by a RoleBinding."""
+    assert tenant.can_i("impersonate", "serviceaccounts", TEAM)
+    grant = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": "runner-edit", "namespace": TEAM},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+             "subjects": [{"kind": "ServiceAccount", "name": "runner", "namespace": TEAM}]}
+    runner = as_service_account(cluster, TEAM, "runner")
+    try:
+        cluster.apply([grant])
+        ungated_pod = changed(gpu_pod(), ungated())
+        assert QUEUE_GATE in refusal(runner("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(ungated_pod)))
+        assert not refusal(runner("create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(gpu_pod())))
+    finally:
+        cluster.kubectl("delete", "rolebinding", "runner-edit", "-n", TEAM, "--ignore-not-found")
+
+
+def test_a_job_on_its_pools_gets_its_pods(cluster, tenant):
+    """The Job controller creates a Kueue-admitted Job's pods ungated (Kueue queued the Job, set its pool and
+    unsuspended it): the queue gate leaves them, as it does every pod of nccl-test's Jobs."""
+    job = job_of({"restartPolicy": "Never", "nodeSelector": {POOL_LABEL: OWN_POOL}, "containers": [
+        {**CONTAINER, "resources": {"limits": {"nvidia.com/gpu": "1"}}}]})
+    job["metadata"]["name"] = "on-pool"
+    try:
+        assert not refusal(tenant.kubectl("create", "-f", "-", stdin=yaml.safe_dump(job)))
+        deadline = time.monotonic() + 60
+        while not cluster.get("pods", "-n", TEAM, "-l", "job-name=on-pool")["items"]:
+            events = cluster.kubectl("get", "events", "-n", TEAM, "--field-selector",
+                                     "involvedObject.name=on-pool", "-o", "json").stdout
+            assert time.monotonic() < deadline, f"the Job controller created no pod; events:\n{events}"
+            time.sleep(2)
+    finally:
+        cluster.kubectl("delete", "job", "on-pool", "-n", TEAM, "--ignore-not-found", "--wait=false",
+                        "--cascade=background")
 
 
 def test_a_pending_pod_cannot_gain_a_toleration_onto_other_teams_gpu_nodes(cluster, tenant):

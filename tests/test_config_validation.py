@@ -5,6 +5,7 @@ import pytest
 
 from components.config import ConfigError, validate
 from components.config.capacity import advertised_per_node, mig_strategy, quota_resources
+from components.tenancy.compute_quota import compute_hard
 
 
 def problems(raw: dict) -> dict[str, str]:
@@ -93,6 +94,10 @@ def test_defaults_follow_environment(raw):
     (lambda r: r["teams"][0].update(quotas={"h200": 8}), "teams[0].quotas.h200", "unknown GPU pool 'h200'"),
     (lambda r: r["teams"][0].update(quotas={"h100-train": 33}), "teams[0].quotas.h100-train", "exceeds what pool"),
     (lambda r: r["teams"][0].update(quotas={"h100-train": -1}), "teams[0].quotas.h100-train", ">= 0"),
+    (lambda r: r["teams"][0].update(limits={"cpu": "lots"}), "teams[0].limits.cpu", "not a Kubernetes quantity"),
+    (lambda r: r["teams"][0].update(limits={"memory": "0Gi"}), "teams[0].limits.memory", "must be above 0"),
+    (lambda r: r["teams"][0].update(limits={"pods": 0}), "teams[0].limits.pods", ">= 1"),
+    (lambda r: r["teams"][0].update(limits={"gpus": 8}), "teams[0].limits.gpus", "unknown key"),
     (lambda r: r["teams"][0].update(priority="urgent"), "teams[0].priority", "critical, high, normal, low"),
     (lambda r: r["teams"][0].update(groups="admins"), "teams[0].groups", "list of strings"),
     (lambda r: r.update(scheduler={"kind": "yunikorn"}), "scheduler.kind", "allowed: kueue, volcano"),
@@ -191,3 +196,14 @@ def test_mixed_mig_layout_counts_quota_in_gpus_worth(raw):
         "nvidia.com/mig-1g.10gb": 16, "nvidia.com/mig-2g.20gb": 8, "nvidia.com/mig-3g.40gb": 8}
     assert quota_resources(pool, 4, "mixed") == {"nvidia.com/mig-1g.10gb": 8, "nvidia.com/mig-2g.20gb": 4,
                                                  "nvidia.com/mig-3g.40gb": 4}
+
+
+def test_team_limits_set_the_compute_quota_and_default_to_the_teams_pools(raw):
+    config = validate(raw)
+    team = config.teams[0]
+    pools = [p for p in config.gpu_pools if p.name in team.quotas]
+    derived = compute_hard(config, team)
+    assert derived["requests.cpu"] == str(4 + sum(p.max_nodes * p.instance.vcpus for p in pools))
+    raw["teams"][0]["limits"] = {"cpu": "500m", "memory": "8Gi", "pods": 20}
+    config = validate(raw)
+    assert compute_hard(config, config.teams[0]) == {"requests.cpu": "500m", "requests.memory": "8Gi", "pods": "20"}

@@ -16,6 +16,7 @@ from components.scheduling.priorities import CEILING_POLICY, forbidden_classes, 
 from components.tenancy.isolation import PRIVATE_V4, network_policies, team_pod_security
 from components.tenancy.network_guard import POLICY as NETWORK_POLICY_GUARD
 from components.tenancy.pool_admission import POLICY as POOL_POLICY, team_pools
+from components.tenancy.queue_gate import POLICY as QUEUE_GATE
 from conftest import STACKS, upstream
 from gpu_platform.engine import plan_stack
 from test_config_validation import problems
@@ -381,7 +382,9 @@ def test_admission_policies_are_valid_kubernetes_1_33(kind):
     plan = planned("oci-prod", kind)
     for type_ in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
         found = by_name(plan, type_)
-        assert set(found) == {CEILING_POLICY, POOL_POLICY, NETWORK_POLICY_GUARD}
+        # Volcano gates no pods, so only Kueue stacks hold team GPU pods to its admission gate.
+        gate = {QUEUE_GATE} if kind == "kueue" else set()
+        assert set(found) == {CEILING_POLICY, POOL_POLICY, NETWORK_POLICY_GUARD, *gate}
         for obj in found.values():
             kubernetes_validate.validate(whole(obj), DEFAULT_KUBERNETES_VERSION, strict=True)
 

@@ -100,8 +100,8 @@ def test_every_example_stack_plans_teams_and_queues(stack, kind):
     teams = [t["name"] for t in stack_config(stack)["gpu-platform:teams"]]
     namespaces = by_name(plan, "Namespace")
     assert sorted(namespaces) == sorted(teams)
-    assert sorted(by_name(plan, "ResourceQuota")) == sorted(f"{t}/{q}" for t in teams for q in ("gpu-quota",
-                                                                                                  "priority-ceiling"))
+    assert sorted(by_name(plan, "ResourceQuota")) == sorted(
+        f"{t}/{q}" for t in teams for q in ("gpu-quota", "compute-quota", "priority-ceiling"))
     assert sorted(by_name(plan, "PriorityClass")) == ["gpu-critical", "gpu-default", "gpu-high", "gpu-low",
                                                       "gpu-normal"]
     releases = [r for r in ours(plan) if r.type == "kubernetes:helm.sh/v3:Release"]

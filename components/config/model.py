@@ -185,6 +185,16 @@ class Scheduler:
 
 
 @dataclass(frozen=True)
+class TeamLimits:
+    """Caps on what a team's pods request in all, wherever they run (teams[].limits); None: derived from its pools
+    (tenancy/compute_quota.py)."""
+
+    cpu: str | None = None  # a Kubernetes quantity, e.g. "64" or "500m"
+    memory: str | None = None  # e.g. "256Gi"
+    pods: int | None = None
+
+
+@dataclass(frozen=True)
 class Team:
     """A tenant: its namespace, GPU quota per pool, priority and admin groups."""
 
@@ -198,6 +208,7 @@ class Team:
     reclaim: bool = False  # the reclaimer may take back this team's idle GPUs (observability.reclaim)
     egress: str = "internet"  # public addresses only, or nothing outside the cluster but DNS
     pod_security: str = "baseline"  # the Pod Security level its namespace enforces (POD_SECURITY_LEVELS)
+    limits: TeamLimits = field(default_factory=TeamLimits)
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,13 @@ from components.config.fabric import AUTO, NONE
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
 from components.config.model import (
     EGRESS, FABRIC_SIDECAR, POD_SECURITY_LEVELS, PRIORITIES, Gang, GpuPool, Observability, Prometheus, Scheduler, Team,
-    default, pod_security_admits,
+    TeamLimits, default, pod_security_admits,
 )
 from components.config.training import read_frameworks
 from components.namespaces import PLATFORM_NAMESPACES
 from components.scheduling.framework_catalog import FRAMEWORKS
 from components.scheduling.kinds import KINDS, SCHEDULERS
+from policies.quantity import QuantityError, parse as parse_quantity
 
 # Kubernetes' own, then every namespace a platform component runs in: a team there shares it with privileged pods.
 RESERVED_NAMESPACES = tuple(dict.fromkeys((
@@ -57,7 +58,7 @@ def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: 
     for i, item in enumerate(items):
         path = join("teams", i)
         sec = Section(item, path, problems, ("name", "quotas", "borrowingLimit", "lendingLimit", "priority", "groups",
-                                             "principals", "reclaim", "egress", "podSecurity"))
+                                             "principals", "reclaim", "egress", "podSecurity", "limits"))
         name = sec.str("name", pattern=DNS1123_LABEL, what=f"{DNS1123_WHAT}: it becomes the team's namespace")
         if name in RESERVED_NAMESPACES or (name or "").startswith("kube-"):
             problems.add(sec.at("name"), f"{name!r} is a reserved namespace; reserved: "
@@ -78,6 +79,7 @@ def read_teams(items: list[Any], pools: list[GpuPool], declared: set, problems: 
             egress=sec.str("egress", default(Team, "egress"), choices=EGRESS) or default(Team, "egress"),
             pod_security=sec.str("podSecurity", default(Team, "pod_security"), choices=POD_SECURITY_LEVELS)
             or default(Team, "pod_security"),
+            limits=_limits(sec),
         )
         if team.pod_security == "privileged":
             problems.warn(sec.at("podSecurity"), "privileged lets this team's pods run privileged containers with "
@@ -100,6 +102,26 @@ def _groups(sec: Section) -> tuple[str, ...]:
                              "in it (every user, every service account or the cluster admins) edit in the team's "
                              f"namespace; allowed: your identity provider's groups, never {SYSTEM_GROUP_PREFIX}*")
     return tuple(groups)
+
+
+def _limits(sec: Section) -> TeamLimits:
+    limits = Section(sec.value("limits", {}), sec.at("limits"), sec.problems, ("cpu", "memory", "pods"))
+
+    def quantity(key: str) -> str | None:
+        value = limits.value(key, None)
+        if value is None:
+            return None
+        try:
+            positive = parse_quantity(value) > 0
+        except QuantityError as e:
+            limits.problems.add(limits.at(key), str(e))
+            return None
+        if not positive:
+            limits.problems.add(limits.at(key), f"must be above 0; got {value!r}")
+            return None
+        return str(value)
+
+    return TeamLimits(cpu=quantity("cpu"), memory=quantity("memory"), pods=limits.int("pods", None, minimum=1))
 
 
 def _quotas(raw: Any, path: str, pools: dict[str, GpuPool], declared: set, strategy: str | None,

@@ -46,6 +46,10 @@ class SchedulerKind:
     # the reason the unreachable-capacity warning gives (components/config/quota_reach.py).
     borrowing_adds_capacity: bool
     reach_rule: str
+    # The scheduling gate its pod webhook puts on every pod it must admit (None: it gates no pods), and the label a
+    # pod names its queue with.
+    admission_gate: str | None = None
+    queue_label: str | None = None
 
     def queue_of(self, team: str) -> str:
         """A team's queue as its jobs name it (the team's namespace has the team's name)."""
@@ -71,6 +75,7 @@ KINDS: dict[str, SchedulerKind] = {k.name: k for k in (
         borrowing_adds_capacity=False,
         reach_rule="Kueue admits at most the teams' nominal quotas: borrowing moves unused quota between teams, it "
                    "adds none",
+        admission_gate="kueue.x-k8s.io/admission", queue_label="kueue.x-k8s.io/queue-name",
     ),
     SchedulerKind(
         name="volcano", title="Volcano", namespace="volcano-system",

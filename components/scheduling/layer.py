@@ -9,6 +9,7 @@ from components.scheduling.priorities import Priorities
 from components.tenancy.fabric_baseline import FabricBaseline
 from components.tenancy.network_guard import TeamNetworkGuard
 from components.tenancy.pool_admission import GpuPoolAdmission
+from components.tenancy.queue_gate import QueueGate, gates_pods
 from components.tenancy.team import PRIORITY_LABEL, TEAM_LABEL, Team, TeamArgs
 
 
@@ -34,6 +35,8 @@ def install(ctx: Context) -> None:
     Priorities("priorities", TEAM_LABEL, PRIORITY_LABEL, opts=ctx.k8s_opts())
     GpuPoolAdmission("gpu-pools", config, TEAM_LABEL, opts=ctx.k8s_opts())
     TeamNetworkGuard("team-network", config, TEAM_LABEL, opts=ctx.k8s_opts())
+    if gates_pods(config):
+        QueueGate("queue-gate", config, TEAM_LABEL, opts=ctx.k8s_opts())
     ctx.handles[kind.name] = kind.install(ctx, teams)
     if config.scheduler.frameworks:
         Frameworks("frameworks", config, opts=ctx.k8s_opts())

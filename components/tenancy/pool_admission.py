@@ -42,6 +42,22 @@ POLICY = "gpu-platform-gpu-pools"
 GPU_PREFIX = "nvidia.com/"  # whole GPUs, shared replicas and every MIG profile
 
 
+def gpu_variables() -> list[dict[str, str]]:
+    """Variables `containers` (every container of the pod, ephemeral ones included) and `gpu` (whether any asks for
+    an `nvidia.com/*` resource), for the policies that hold GPU pods."""
+    def asks_gpu(field: str) -> str:
+        return f"(has(c.resources.{field}) && c.resources.{field}.exists(r, r.startsWith({json.dumps(GPU_PREFIX)})))"
+
+    return [
+        {"name": "containers", "expression": "object.spec.containers + (has(object.spec.initContainers) ? "
+                                             "object.spec.initContainers : []) + "
+                                             "(has(object.spec.ephemeralContainers) ? "
+                                             "object.spec.ephemeralContainers : [])"},
+        {"name": "gpu", "expression": f"variables.containers.exists(c, has(c.resources) && "
+                                      f"({asks_gpu('limits')} || {asks_gpu('requests')}))"},
+    ]
+
+
 def team_pools(config: PlatformConfig) -> dict[str, list[str]]:
     """The pools each team may place GPU pods on: those in its quotas (a 0 entry is its borrowing reach)."""
     return {team.name: sorted(team.quotas) for team in config.teams}
@@ -51,9 +67,6 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
     """The policy spec: match pods in team namespaces, then the CEL deciding whether a GPU pod may be admitted."""
     table = json.dumps(team_pools(config), sort_keys=True)
     pool = json.dumps(POOL_LABEL)
-
-    def asks_gpu(field: str) -> str:
-        return f"(has(c.resources.{field}) && c.resources.{field}.exists(r, r.startsWith({json.dumps(GPU_PREFIX)})))"
 
     nics = json.dumps(fabric_resources(config))
     host_access = json.dumps(sorted(t.name for t in config.teams if t.pod_security in ("privileged", FABRIC_SIDECAR)))
@@ -67,12 +80,7 @@ def pool_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
         # A team label the table does not know (a namespace labelled by hand) may use no pool at all.
         {"name": "pools", "expression": "variables.team in variables.teamPools ? variables.teamPools[variables.team] "
                                         ": []"},
-        {"name": "containers", "expression": "object.spec.containers + (has(object.spec.initContainers) ? "
-                                             "object.spec.initContainers : []) + "
-                                             "(has(object.spec.ephemeralContainers) ? "
-                                             "object.spec.ephemeralContainers : [])"},
-        {"name": "gpu", "expression": f"variables.containers.exists(c, has(c.resources) && "
-                                      f"({asks_gpu('limits')} || {asks_gpu('requests')}))"},
+        *gpu_variables(),
         {"name": "nics", "expression": f"variables.containers.exists(c, has(c.resources) && "
                                        f"({asks_nics('limits')} || {asks_nics('requests')}))"},
         # A privileged team's every pod: it may mount the host and run privileged (teams[].podSecurity); a

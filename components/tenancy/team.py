@@ -21,6 +21,7 @@ from components.config.model import PlatformConfig, Team as TeamConfig
 from components.observability.reclaimer.job import RECLAIM_ENABLED, RECLAIM_LABEL
 from components.scheduling.priorities import forbidden_classes
 from components.scheduling.shares import team_ceiling
+from components.tenancy.compute_quota import compute_hard
 from components.tenancy.isolation import network_policies, team_pod_security
 
 TEAM_LABEL = f"{LABEL_PREFIX}/team"  # the ClusterQueue namespaceSelector and Kueue's managed namespaces match it
@@ -55,6 +56,8 @@ class TeamArgs:
     """The team's priority level (low, normal, high): the highest PriorityClass its pods may use."""
     gpu_quota: dict[str, str]
     """ResourceQuota `hard` caps, e.g. {"requests.nvidia.com/gpu": "8"}."""
+    compute_quota: Optional[dict[str, str]] = field(default_factory=dict)
+    """ResourceQuota `hard` caps on requests.cpu, requests.memory and pods (compute_quota.py); empty for none."""
     groups: Optional[list[str]] = field(default_factory=list)
     """Identity-provider groups bound to the built-in `edit` ClusterRole in the namespace."""
     egress: Optional[str] = "internet"
@@ -75,6 +78,7 @@ class TeamArgs:
     def from_config(cls, config: PlatformConfig, team: TeamConfig, annotations: dict[str, str]) -> "TeamArgs":
         """The args the stack program passes for one configured team."""
         return cls(team=team.name, priority=team.priority, gpu_quota=quota_hard(config, team),
+                   compute_quota=compute_hard(config, team),
                    groups=list(team.groups), egress=team.egress,
                    labels={**namespace_labels(team), **team_pod_security(config, team)}, annotations=annotations,
                    network_policies=network_policies(config, team), protect=config.protected)
@@ -105,6 +109,11 @@ class Team(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, protect=args.protect)
         core.ResourceQuota(f"{name}-gpu-quota", metadata=meta.ObjectMetaArgs(name="gpu-quota", namespace=ns),
                            spec=core.ResourceQuotaSpecArgs(hard=hard), opts=child)
+        # Its own object, so the GPU quota (and every check reading it) stays as it was.
+        if args.compute_quota:
+            core.ResourceQuota(f"{name}-compute-quota",
+                               metadata=meta.ObjectMetaArgs(name="compute-quota", namespace=ns),
+                               spec=core.ResourceQuotaSpecArgs(hard=dict(args.compute_quota)), opts=child)
         # Team priority is a ceiling: pods may not use the classes above it (or the system ones). Quota scopes only
         # see pods; the Priorities admission policy holds Kueue priority labels and PodGroups to the same ceiling.
         core.ResourceQuota(
