@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from components.clouds.profiles import profile
+from components.clouds import profile
 from components.config import ConfigError, validate
 from gpu_platform.cli import main
 from gpu_platform.engine import plan_stack

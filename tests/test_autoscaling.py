@@ -10,7 +10,7 @@ import pulumi
 import pytest
 import yaml
 
-from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION
+from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from components.autoscaling import layer
 from components.autoscaling.priorities import expander_priorities
 from components.autoscaling.values import CHART_VERSION, deep_merge, gpu_utilization_threshold, shared_values

@@ -8,9 +8,9 @@ import pulumi
 import pytest
 import yaml
 
-from components.clouds.aws import EksCluster, kubeconfig
-from components.clouds.aws_network import pick_zones, subnet_cidrs
-from components.clouds.profiles import PROFILES
+from components.clouds.aws.cluster import EksCluster, kubeconfig
+from components.clouds.aws.network import pick_zones, subnet_cidrs
+from components.clouds import PROFILES
 from components.config import ConfigError, load_from_pulumi, validate
 from components.config.capacity import mig_strategy, pool_units
 from gpu_platform.engine import plan_stack

@@ -6,7 +6,7 @@ import base64
 import pytest
 import yaml
 
-from components.clouds.azure_kubeconfig import AKS_AAD_SERVER_ID, kubeconfig_from_credentials
+from components.clouds.azure.kubeconfig import AKS_AAD_SERVER_ID, kubeconfig_from_credentials
 from components.config import ConfigError, validate
 from gpu_platform.engine import plan_stack
 

@@ -7,7 +7,7 @@ import copy
 import pytest
 import yaml
 
-from components.clouds.gcp import gke_kubeconfig, guest_accelerator
+from components.clouds.gcp.cluster import gke_kubeconfig, guest_accelerator
 from components.config import ConfigError, validate
 from gpu_platform.engine import plan_stack
 

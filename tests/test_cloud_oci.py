@@ -10,9 +10,9 @@ import textwrap
 import pytest
 import yaml
 
-from components.clouds.oci import build_kubeconfig
-from components.clouds.oci_network import dns_label, subnet_plan
-from components.clouds.oci_nodes import cloud_init, register_with_taints
+from components.clouds.oci.cluster import build_kubeconfig
+from components.clouds.oci.network import dns_label, subnet_plan
+from components.clouds.oci.nodes import cloud_init, register_with_taints
 from components.config import ConfigError, validate
 from components.config.model import Taint
 from conftest import ROOT

@@ -9,9 +9,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.catalog.azure import INSTANCE_TYPES as AZURE_TYPES
+from components.clouds.azure.catalog import INSTANCE_TYPES as AZURE_TYPES
 from components.clouds.labels import pool_taints
-from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, PROFILES
+from components.clouds import PROFILES
+from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from components.config import ConfigError, validate
 from components.gpu.operator import operator_values
 from gpu_platform.cli import main

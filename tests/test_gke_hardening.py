@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from components.clouds.gcp import NODE_ROLES, node_service_account_id
+from components.clouds.gcp.cluster import NODE_ROLES, node_service_account_id
 from components.config import ConfigError, validate
 from conftest import ROOT
 from gpu_platform.engine import plan_stack

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from components import catalog
-from components.clouds.profiles import profile
+from components.clouds import profile
 from components.config import validate
 from components.gpu.dcgm import METRICS
 from components.gpu.mig import mig_configs

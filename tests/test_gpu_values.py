@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from components.clouds.labels import pool_labels, pool_taints
-from components.clouds.profiles import profile
+from components.clouds import profile
 from components.config import validate
 from components.gpu.dcgm import METRICS, metrics_csv
 from components.gpu.layer import gpu_resources, gpu_resources_at_max

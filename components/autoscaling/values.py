@@ -23,7 +23,7 @@ SERVICE_ACCOUNT = "cluster-autoscaler"  # fixed, so IRSA / workload identity tru
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 # GPU nodes are slow and dear to start: wait before calling one unneeded, and after scaling up. Bare-metal GPU
 # nodes take 15-25 minutes to boot and join; the 15m provisioning default gives up on them. AKS's managed
-# autoscaler profile (clouds/azure.py) uses the same timings.
+# autoscaler profile (clouds/azure/cluster.py) uses the same timings.
 UNNEEDED_TIME = "15m"
 DELAY_AFTER_ADD = "15m"
 MAX_NODE_PROVISION_TIME = "30m"

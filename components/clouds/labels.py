@@ -1,7 +1,7 @@
 """Node labels and taints of a GPU pool, computed once for every cloud."""
 from __future__ import annotations
 
-from components.clouds.profiles import CloudProfile
+from components.clouds.facts import CloudProfile
 from components.config.model import GpuPool, PlatformConfig, Taint
 from components.gpu.operands import node_labels
 

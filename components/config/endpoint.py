@@ -6,7 +6,7 @@ import ipaddress
 from datetime import date
 from typing import Any
 
-from components.clouds.profiles import CloudProfile
+from components.clouds.facts import CloudProfile
 from components.config.errors import Problems
 from components.config.fields import Section, join
 from components.config.model import Cluster, Policy

@@ -7,7 +7,8 @@ from urllib.parse import urlsplit
 from typing import Any
 
 from components import catalog
-from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, PROFILES, CloudProfile
+from components.clouds import PROFILES
+from components.clouds.facts import DEFAULT_KUBERNETES_VERSION, CloudProfile
 from components.config.access import team_group_rules
 from components.config.endpoint import KEY as ENDPOINT_KEY
 from components.config.endpoint import min_prefixes, named_network_checks

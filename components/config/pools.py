@@ -9,7 +9,7 @@ from components import catalog
 from components.clouds import labels as node_facts
 from components.catalog.placement import placement_problem
 from components.catalog.types import mig_shape
-from components.clouds.profiles import CloudProfile
+from components.clouds.facts import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
 from components.config.fabric import read_fabric, warn_peer_memory

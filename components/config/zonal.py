@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.clouds.profiles import CloudProfile
+from components.clouds.facts import CloudProfile
 from components.clouds.zonal import initial_per_zone, nodes_at_creation
 from components.config.errors import Problems
 from components.config.fields import join, name_index

@@ -9,7 +9,8 @@ import pulumi
 import pulumi_kubernetes.helm.v3 as helm
 
 from components.clouds.labels import FABRIC_LABEL, pool_taints
-from components.clouds.profiles import Fabric, profile
+from components.clouds import profile
+from components.clouds.facts import Fabric
 from components.config.model import PlatformConfig
 from components.gpu.network_operator import NetworkOperator
 from components.gpu.fabric_daemonset import daemonset_plugin

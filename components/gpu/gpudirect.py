@@ -3,7 +3,7 @@ the NCCL plugin installer DaemonSet per fabric and the NRI device injector, as G
 container-engine-accelerators ships them (gpudirect-tcpx/, gpudirect-tcpxo/, nri_device_injector/), selected to the
 fabric's pools by their node label instead of every H100 node.
 
-Also the names both sides agree on: the VPCs and subnets the cloud layer creates (components/clouds/gcp_fabric.py),
+Also the names both sides agree on: the VPCs and subnets the cloud layer creates (components/clouds/gcp/gpudirect.py),
 and the Network objects pods name in `networking.gke.io/interfaces` (gpu_platform/nccl_manifest.py)."""
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from pulumi_kubernetes.apiextensions import CustomResource
 
 from components import namespaces
 from components.clouds.labels import FABRIC_LABEL
-from components.clouds.profiles import Fabric, profile
+from components.clouds import profile
+from components.clouds.facts import Fabric
 from components.config.model import PlatformConfig
 
 API = "networking.gke.io/v1"

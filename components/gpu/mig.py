@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import yaml
 
-from components.clouds.profiles import profile
+from components.clouds import profile
 from components.config.model import PlatformConfig
 from components.gpu.operands import MIG_DISABLED, operator_mig
 

@@ -8,7 +8,8 @@ import pulumi_kubernetes.helm.v3 as helm
 
 from components.args import fill_defaults
 from components.clouds.labels import pool_taints
-from components.clouds.profiles import CloudProfile, profile
+from components.clouds import profile
+from components.clouds.facts import CloudProfile
 from components.config.capacity import mig_strategy
 from components.config.model import PlatformConfig
 from components.gpu.dcgm import DCGM_CONFIGMAP, DCGM_CSV_KEY, metrics_csv

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import yaml
 
-from components.clouds.profiles import profile
+from components.clouds import profile
 from components.config.capacity import GPU_RESOURCE
 from components.config.model import GpuPool, PlatformConfig
 from components.gpu.operands import operator_shared, sharing_entry

@@ -8,10 +8,10 @@ import pulumi_aws.autoscaling as autoscaling
 import pulumi_aws.ec2 as ec2
 import pulumi_aws.eks as eks
 
-from components.clouds import aws_fabric
+from components.clouds.aws import efa
 from components.clouds.base import GpuNodePool
 from components.clouds.labels import LABEL_PREFIX
-from components.clouds.profiles import CloudProfile, GpuImage
+from components.clouds.facts import CloudProfile, GpuImage
 from components.config.capacity import GPU_RESOURCE
 from components.config.model import GpuPool, PlatformConfig, Taint
 
@@ -85,7 +85,7 @@ def template_ref(template: ec2.LaunchTemplate) -> dict[str, Any]:
 def gpu_launch_template(name: str, pool: GpuNodePool, image: GpuImage, reservation_id: str | None,
                         fabric: dict[str, Any], opts: pulumi.ResourceOptions) -> ec2.LaunchTemplate:
     """A GPU pool's launch template: metadata locked down, room for CUDA images, the pool's EFA interfaces and
-    placement (`fabric`, aws_fabric) and, for a Capacity Block, the block's instance type and reservation (a
+    placement (`fabric`, efa.py) and, for a Capacity Block, the block's instance type and reservation (a
     CAPACITY_BLOCK node group launches only through such a template)."""
     disk = {"device_name": image.image_volume, "ebs": {
         "volume_size": GPU_DISK_GIB, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"}}
@@ -111,7 +111,7 @@ def gpu_node_group(name: str, pool: GpuNodePool, spec: GpuPool, config: Platform
     capacity_type = profile.capacity_types[spec.capacity_type]
     reservation_id = (config.cluster.extras[profile.reservations_key][spec.name]["reservationId"]
                       if spec.capacity_type == "reserved" else None)
-    fabric = (aws_fabric.efa_launch_settings(name, spec, cluster, reservation_id is not None, opts)
+    fabric = (efa.efa_launch_settings(name, spec, cluster, reservation_id is not None, opts)
               if spec.fabric == "efa" else {})
     template = gpu_launch_template(name, pool, image, reservation_id, fabric, opts)
     # A Capacity Block's template names the instance type; EKS rejects it on the group as well.

@@ -9,7 +9,7 @@ from typing import Any
 import pulumi
 import pulumi_gcp.compute as compute
 
-from components.clouds.profiles import Fabric
+from components.clouds.facts import Fabric
 from components.config.model import GpuPool
 from components.gpu.gpudirect import short, subnet_name, vpc_name
 

@@ -1,5 +1,5 @@
 """GKE: a VPC with pod/service ranges and Cloud NAT (unless given), a private regional cluster, a system pool
-and one node pool per GPU pool; GPUDirect pools also get their GPU NIC VPCs and compact placement (gcp_fabric)."""
+and one node pool per GPU pool; GPUDirect pools also get their GPU NIC VPCs and compact placement (gpudirect.py)."""
 from __future__ import annotations
 
 import pulumi
@@ -9,9 +9,10 @@ import pulumi_gcp.projects as projects
 import pulumi_gcp.serviceaccount as serviceaccount
 import yaml
 
-from components.clouds import gcp_fabric
+from components.clouds.gcp import gpudirect as gcp_gpudirect
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
-from components.clouds.profiles import CloudProfile, profile
+from components.clouds import profile
+from components.clouds.facts import CloudProfile
 from components.clouds.zonal import initial_per_zone
 from components.config.model import Cluster, GpuPool, PlatformConfig
 from components.config.provisioning import NAP_KEY
@@ -133,7 +134,7 @@ class GkeCluster(PlatformCluster):
         self._nodes_account, nodes_ready = self._node_service_account(name, cluster, project)
         # One VPC per GPU NIC for each GPUDirect fabric the pools use, shared by its pools.
         self._nic_networks = {
-            kind: gcp_fabric.nic_networks(name, cluster.name, project, cluster.region, prof.fabrics[kind],
+            kind: gcp_gpudirect.nic_networks(name, cluster.name, project, cluster.region, prof.fabrics[kind],
                                           nics, pulumi.ResourceOptions(parent=self))
             for kind, nics in gpudirect.nic_counts(config).items()}
         gke = container.Cluster(
@@ -261,7 +262,7 @@ class GkeCluster(PlatformCluster):
         pool_zones = zones
         if pool.fabric in self._nic_networks:
             node_config["gvnic"] = {"enabled": True}  # GPUDirect needs gVNIC on the primary NIC too
-            fabric = gcp_fabric.node_pool_settings(pool, self._nic_networks[pool.fabric], zones)
+            fabric = gcp_gpudirect.node_pool_settings(pool, self._nic_networks[pool.fabric], zones)
             pool_zones = fabric.pop("node_locations")
         queued: dict = {}
         if pool.queued:

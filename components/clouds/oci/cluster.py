@@ -12,11 +12,12 @@ from components.autoscaling.priorities import exact_pattern, expander_priorities
 from components.autoscaling.values import NAMESPACE as AUTOSCALER_NAMESPACE
 from components.autoscaling.values import SERVICE_ACCOUNT as AUTOSCALER_SERVICE_ACCOUNT
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
-from components.clouds import oci_fabric
-from components.clouds.oci_network import OkeNetwork
-from components.clouds.oci_nodes import (GPU_BOOT_VOLUME_GB, POD_NETWORK, SYSTEM_SHAPE_CONFIG, node_pool,
+from components.clouds.oci import rdma
+from components.clouds.oci.network import OkeNetwork
+from components.clouds.oci.nodes import (GPU_BOOT_VOLUME_GB, POD_NETWORK, SYSTEM_SHAPE_CONFIG, node_pool,
                                          register_with_taints)
-from components.clouds.profiles import OKE_POD_CIDR, OKE_SERVICE_CIDR, profile
+from components.clouds import profile
+from components.clouds.oci.facts import OKE_POD_CIDR, OKE_SERVICE_CIDR
 from components.config.model import PlatformConfig
 
 SYSTEM_POOL = "system"
@@ -90,7 +91,7 @@ class OkeCluster(PlatformCluster):
         self.pools = {}
         self._node_pools: dict[str, ce.NodePool] = {}
         rdma_pools = [p for p in config.gpu_pools if p.fabric == "rdma"]
-        join = (oci_fabric.join_policy(name, self.cluster, config.cluster.name, compartment, extras["tenancyId"], child)
+        join = (rdma.join_policy(name, self.cluster, config.cluster.name, compartment, extras["tenancyId"], child)
                 if rdma_pools else None)
         for pool in config.gpu_pools:
             gpu_pool = GpuNodePool(f"{name}-{pool.cloud_name}", GpuNodePoolArgs.from_config(config, pool, prof),
@@ -98,13 +99,13 @@ class OkeCluster(PlatformCluster):
             if pool.fabric == "rdma":
                 # A cluster network is not an OKE node pool: its nodes join as self-managed nodes, only once they
                 # may (the join policy) and once OKE's GPU plugin is pinned away.
-                _, nodes_network = oci_fabric.cluster_network(
+                _, nodes_network = rdma.cluster_network(
                     f"{name}-{pool.cloud_name}", pool, compartment=compartment, version=version,
                     image=extras["rdmaImageId"], ad=ads.apply(lambda found: found[0]),
                     node_subnet=network.node_subnet_id,
                     endpoint=self.cluster.endpoints.apply(lambda eps: eps[0].private_endpoint.rsplit(":", 1)[0]),
                     ca_cert=self._ca_cert(private=True),
-                    extra_args=oci_fabric.kubelet_args(gpu_pool.taints, gpu_pool.labels, prof.taint_effects),
+                    extra_args=rdma.kubelet_args(gpu_pool.taints, gpu_pool.labels, prof.taint_effects),
                     boot_volume_gb=GPU_BOOT_VOLUME_GB,
                     opts=pulumi.ResourceOptions(parent=gpu_pool, depends_on=[plugin_off, join]))
                 gpu_pool.finish({"clusterNetworkId": nodes_network.id})

@@ -1,0 +1,21 @@
+"""AWS: EKS clusters, node pools, network, identity and fabrics; registered in components/clouds/__init__.py.
+
+Importing the package loads only its facts; the cluster (and with it the AWS Pulumi SDK) and the GPU catalog load when
+asked for, so a stack imports only its own cloud's SDK."""
+from __future__ import annotations
+
+from components.clouds.aws.facts import PROFILE
+
+__all__ = ["PROFILE", "cluster_class", "instance_types"]
+
+
+def cluster_class():
+    """The EKS PlatformCluster."""
+    from components.clouds.aws.cluster import EksCluster
+    return EksCluster
+
+
+def instance_types():
+    """AWS's GPU instance types, by name."""
+    from components.clouds.aws.catalog import INSTANCE_TYPES
+    return INSTANCE_TYPES

@@ -1,0 +1,21 @@
+"""OCI: OKE clusters, node pools, network, identity and fabrics; registered in components/clouds/__init__.py.
+
+Importing the package loads only its facts; the cluster (and with it the OCI Pulumi SDK) and the GPU catalog load when
+asked for, so a stack imports only its own cloud's SDK."""
+from __future__ import annotations
+
+from components.clouds.oci.facts import PROFILE
+
+__all__ = ["PROFILE", "cluster_class", "instance_types"]
+
+
+def cluster_class():
+    """The OKE PlatformCluster."""
+    from components.clouds.oci.cluster import OkeCluster
+    return OkeCluster
+
+
+def instance_types():
+    """OCI's GPU instance types, by name."""
+    from components.clouds.oci.catalog import INSTANCE_TYPES
+    return INSTANCE_TYPES
