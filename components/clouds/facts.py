@@ -309,6 +309,33 @@ class CloudProfile:
 
 
 
+@dataclass(frozen=True)
+class OfflineFacts:
+    """What the offline engine (gpu_platform.engine) answers for a cloud's resources and invokes, in place of its
+    provider: outputs the provider computes that the program reads back, invokes the program makes (by token), and
+    the inputs whose change replaces a resource, each from the provider's own schema."""
+
+    # Real zone names per region, so a stack naming a real zone plans offline as it applies; other regions get
+    # `fallback_zones` (None: the cloud has no zone invoke).
+    zones: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    fallback_zones: Callable[[str], tuple[str, ...]] | None = None
+    computed: dict[str, Callable[[str, dict], dict]] = field(default_factory=dict)  # type -> (name, inputs) -> outputs
+    invokes: dict[str, Callable[[dict], dict]] = field(default_factory=dict)  # token -> args -> answer
+    zone_invokes: dict[str, Callable[[tuple[str, ...], dict], dict]] = field(default_factory=dict)  # (zones, args)
+    # Wire input paths whose change replaces a resource (a path names an object or list as a whole), and those
+    # updated in place that reach only nodes created afterwards.
+    replace_on_changes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    new_nodes_only: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def zones_of(self, region: str) -> tuple[str, ...]:
+        """The zone (OCI: availability domain) names of `region`: the table's, else the generic pattern."""
+        if region in self.zones:
+            return self.zones[region]
+        if self.fallback_zones is None:
+            raise KeyError(f"no offline zones for region {region!r}")
+        return self.fallback_zones(region)
+
+
 def ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
     """`value` as an IPv4 network, or None when it is not one (host bits set included)."""
     try:

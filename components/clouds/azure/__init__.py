@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from components.clouds.azure.facts import PROFILE
 
-__all__ = ["PROFILE", "cluster_class", "instance_types"]
+__all__ = ["PROFILE", "cluster_class", "instance_types", "offline_facts"]
 
 
 def cluster_class():
@@ -19,3 +19,9 @@ def instance_types():
     """Azure's GPU instance types, by name."""
     from components.clouds.azure.catalog import INSTANCE_TYPES
     return INSTANCE_TYPES
+
+
+def offline_facts():
+    """What the offline engine answers in place of the provider."""
+    from components.clouds.azure.offline import OFFLINE
+    return OFFLINE
