@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from components.clouds.azure.catalog import INSTANCE_TYPES as AZURE_TYPES
-from components.clouds.labels import pool_taints
+from components.config.labels import pool_taints
 from components.clouds import PROFILES
 from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from components.config import ConfigError, validate

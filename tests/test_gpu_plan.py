@@ -9,14 +9,14 @@ import pytest
 import yaml
 
 from components.clouds import package
-from components.clouds.labels import pool_labels
+from components.config.labels import pool_labels
 from components.clouds import profile
 from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from components.config import split_namespace, validate
 from components.gpu.dcgm import metrics_csv
 from components.gpu.layer import gpu_resources, gpu_resources_at_max
 from components.gpu.mig import mig_parted_config
-from components.gpu.operands import node_labels, operator_mig, operator_shared
+from components.config.operands import node_labels, operator_mig, operator_shared
 from components.gpu.operator import operator_values
 from conftest import STACKS
 from gpu_platform.engine import plan_stack

@@ -18,10 +18,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.clouds.labels import pool_taints
+from components.config.labels import pool_taints
 from components.clouds import profile
 from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
-from components.gpu.operands import operands, volume_mount_devices
+from components.config.operands import operands, volume_mount_devices
 from components.gpu.operator import VOLUME_MOUNT_TOOLKIT_ENV
 from components.pins import PINS
 from components.scheduling.framework_catalog import FRAMEWORKS

@@ -6,7 +6,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.clouds.labels import pool_taints
+from components.config.labels import pool_taints
 from components.clouds import profile
 from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from conftest import ROOT

@@ -6,7 +6,7 @@ from typing import Any
 
 from components import catalog
 # A module reference, not a name: labels imports the config model, so it may still be initializing here.
-from components.clouds import labels as node_facts
+from components.config import labels as node_facts
 from components.catalog.placement import placement_problem
 from components.catalog.types import mig_shape
 from components.clouds.facts import CloudProfile

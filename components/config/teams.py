@@ -5,7 +5,7 @@ import dataclasses
 from typing import Any
 
 # A module reference, not a name: labels imports the config model, so it may still be initializing here.
-from components.clouds import labels as node_facts
+from components.config import labels as node_facts
 from components.clouds import PROFILES
 from components.clouds.facts import CloudProfile
 from components.config import capacity

@@ -19,7 +19,7 @@ import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.helm.v3 as helm
 from pulumi_kubernetes.apiextensions import CustomResource
 
-from components.clouds.labels import FABRIC_LABEL
+from components.config.labels import FABRIC_LABEL
 from components.clouds.facts import Fabric
 from components.config.model import PlatformConfig
 from components.observability.reclaimer.component import IMAGE as DEBIAN_SLIM

@@ -7,14 +7,14 @@ import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.helm.v3 as helm
 
 from components.args import fill_defaults
-from components.clouds.labels import pool_taints
+from components.config.labels import pool_taints
 from components.clouds import profile
 from components.clouds.facts import CloudProfile
 from components.config.capacity import mig_strategy
 from components.config.model import PlatformConfig
 from components.gpu.dcgm import DCGM_CONFIGMAP, DCGM_CSV_KEY, metrics_csv
 from components.gpu.mig import MIG_CONFIG_KEY, MIG_CONFIGMAP, mig_parted_config
-from components.gpu.operands import MIG_DISABLED, operands, operator_shared, volume_mount_devices
+from components.config.operands import MIG_DISABLED, operands, operator_shared, volume_mount_devices
 from components.gpu.sharing import DEFAULT_ENTRY, DEVICE_PLUGIN_CONFIGMAP, device_plugin_data
 from components import namespaces
 from components.pins import PINS

@@ -9,7 +9,7 @@ import pulumi_kubernetes.helm.v3 as helm
 import pulumi_kubernetes.meta.v1 as meta
 import pulumi_random as random
 
-from components.clouds.labels import POOL_LABEL
+from components.config.labels import POOL_LABEL
 from components.config.model import PlatformConfig
 from components.pins import PINS
 from components.tenancy.isolation import privileged_namespace_labels

@@ -15,7 +15,7 @@ from pulumi_kubernetes.apiextensions import CustomResource
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs
 
 from components.args import fill_defaults
-from components.clouds.labels import POOL_LABEL, pool_taints
+from components.config.labels import POOL_LABEL, pool_taints
 from components.clouds import profile
 from components.config.model import GpuPool, PlatformConfig, Team
 from components.scheduling import provisioning, topology

@@ -10,7 +10,7 @@ import pulumi_aws.eks as eks
 
 from components.clouds.aws import efa
 from components.clouds.base import GpuNodePool
-from components.clouds.labels import LABEL_PREFIX
+from components.config.labels import LABEL_PREFIX
 from components.clouds.facts import CloudProfile, GpuImage
 from components.config.capacity import GPU_RESOURCE
 from components.config.model import GpuPool, PlatformConfig, Taint

@@ -13,10 +13,10 @@ from components.clouds.gcp import gpudirect as gcp_gpudirect
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.clouds import profile
 from components.clouds.facts import CloudProfile
-from components.clouds.zonal import initial_per_zone
+from components.config.fabric import nic_counts
 from components.config.model import Cluster, GpuPool, PlatformConfig
 from components.config.provisioning import NAP_KEY
-from components.gpu import gpudirect
+from components.config.zonal import initial_per_zone
 
 NODE_CIDR = "10.0.0.0/20"
 POD_RANGE, POD_CIDR = "pods", "10.16.0.0/14"  # a /24 per node: room for ~1000 nodes
@@ -136,7 +136,7 @@ class GkeCluster(PlatformCluster):
         self._nic_networks = {
             kind: gcp_gpudirect.nic_networks(name, cluster.name, project, cluster.region, prof.fabrics[kind],
                                           nics, pulumi.ResourceOptions(parent=self))
-            for kind, nics in gpudirect.nic_counts(config).items()}
+            for kind, nics in nic_counts(config).items()}
         gke = container.Cluster(
             f"{name}-gke",
             name=cluster.name,

@@ -8,6 +8,21 @@ from components.clouds.facts import (API_EFFECTS, CloudProfile, ExtraKey, Fabric
                                      PoolNaming, ipv4_network, minors)
 
 
+# The names both layers agree on: the VPC and subnet of each GPU NIC, created by the cluster (gpudirect.py) and named
+# by the in-cluster GKENetworkParamSets (components/gpu/gpudirect.py).
+def short(fabric: str) -> str:
+    """`tcpx` / `tcpxo`: keeps derived cloud and Kubernetes names short."""
+    return fabric.removeprefix("gpudirect-")
+
+
+def vpc_name(cluster: str, fabric: str, nic: int) -> str:
+    return f"{cluster}-{short(fabric)}-net-{nic}"
+
+
+def subnet_name(cluster: str, fabric: str, nic: int) -> str:
+    return f"{cluster}-{short(fabric)}-sub-{nic}"
+
+
 NAP_KEYS = ("maxCpu", "maxMemoryGb", "maxGpus")
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from components.clouds.facts import CloudProfile
 from components.config.model import GpuPool, PlatformConfig, Taint
-from components.gpu.operands import node_labels
+from components.config.operands import node_labels
 
 LABEL_PREFIX = "gpu-platform.io"
 POOL_LABEL = f"{LABEL_PREFIX}/pool"
