@@ -1,5 +1,9 @@
 """The cloud registry: one package per cloud (components/clouds/<cloud>/), listed once here, with lookups that name
-what they could not match. Importing it loads only each package's facts, never a Pulumi SDK."""
+what they could not match.
+
+Importing it loads only each package's facts (PROFILE, OFFLINE), never a Pulumi SDK: a package's cluster, and with it
+its SDK, loads in its `cluster_class()`, so a stack imports only its own cloud's SDK; its GPU catalog loads in
+`instance_types()` on the first lookup."""
 from __future__ import annotations
 
 from types import ModuleType

@@ -326,6 +326,8 @@ class OfflineFacts:
     # updated in place that reach only nodes created afterwards.
     replace_on_changes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     new_nodes_only: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The cloud's node pool resource types: one outside a GpuNodePool is the cluster's system pool (plan diffs).
+    node_pool_types: tuple[str, ...] = ()
 
     def zones_of(self, region: str) -> tuple[str, ...]:
         """The zone (OCI: availability domain) names of `region`: the table's, else the generic pattern."""

@@ -5,7 +5,7 @@ Only custom resources are compared: components hold no cloud state. A resource i
 replace-triggering input (engine/replacements.py) changes, or when such an input holds an output of a resource it
 depends on that is itself replaced (a node group on a replaced subnet, the tags of a replaced node group's Auto
 Scaling group), as the real engine does once the new output is known. Offline, every id and computed output embeds
-its resource's name (engine/mocks.py), which is how such an input is recognised. Inputs under the new resource's ignoreChanges are not changes, as for `pulumi up`.
+its resource's name (engine/mocks.py, from each cloud's offline.py), which is how such an input is recognised. Inputs under the new resource's ignoreChanges are not changes, as for `pulumi up`.
 """
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.clouds import PACKAGES
 from gpu_platform.engine.plan import Plan, PlannedResource
 from gpu_platform.engine.replacements import new_nodes_only, replace_paths, replacing_changes, value_at
 
 POOL_TYPE = "gpu-platform:cluster:GpuNodePool"
 # The clouds' node pool resources: one outside a GpuNodePool is the cluster's system pool.
-NODE_POOL_TYPES = ("aws:eks/nodeGroup:NodeGroup", "gcp:container/nodePool:NodePool",
-                   "azure-native:containerservice:AgentPool", "oci:ContainerEngine/nodePool:NodePool")
+NODE_POOL_TYPES = tuple(type_ for package in PACKAGES.values() for type_ in package.OFFLINE.node_pool_types)
 ACTIONS = ("add", "change", "replace", "delete")
 
 

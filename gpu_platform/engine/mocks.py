@@ -15,7 +15,7 @@ class UnmockedInvokeError(RuntimeError):
     """An invoke the offline engine has no answer for: the plan would silently use `{}` otherwise."""
 
 
-_OFFLINE = {cloud: package.offline_facts() for cloud, package in PACKAGES.items()}
+_OFFLINE = {cloud: package.OFFLINE for cloud, package in PACKAGES.items()}
 # Outputs a real provider computes that the program reads back (e.g. to build a kubeconfig), each cloud's from its
 # package, and the random provider's.
 _COMPUTED: dict[str, Callable[[str, dict], dict]] = {

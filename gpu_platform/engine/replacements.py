@@ -12,7 +12,7 @@ from typing import Any
 
 from components.clouds import PACKAGES
 
-_OFFLINE = [package.offline_facts() for package in PACKAGES.values()]
+_OFFLINE = [package.OFFLINE for package in PACKAGES.values()]
 REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
     type_: paths for offline in _OFFLINE for type_, paths in offline.replace_on_changes.items()}
 # Inputs updated in place that reach only nodes created afterwards: existing nodes keep the old value until cycled.

@@ -13,4 +13,4 @@ from components.clouds import package
 
 def zones(cloud: str, region: str) -> tuple[str, ...]:
     """The zone (OCI: availability domain) names of `region` on `cloud`: the table's, else the generic pattern."""
-    return package(cloud).offline_facts().zones_of(region)
+    return package(cloud).OFFLINE.zones_of(region)

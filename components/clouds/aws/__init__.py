@@ -1,27 +1,17 @@
-"""AWS: EKS clusters, node pools, network, identity and fabrics; registered in components/clouds/__init__.py.
-
-Importing the package loads only its facts; the cluster (and with it the AWS Pulumi SDK) and the GPU catalog load when
-asked for, so a stack imports only its own cloud's SDK."""
+"""EKS from plain pulumi_aws resources: cluster.py (control plane, node groups, the autoscaler's IAM),
+network.py (VPC), iam.py (roles, IRSA), nodes.py (node groups, launch templates), efa.py (EFA interfaces and
+placement), karpenter.py (NodePools and EC2NodeClasses); facts.py, catalog.py and offline.py hold its facts."""
 from __future__ import annotations
 
 from components.clouds.aws.facts import PROFILE
-
-__all__ = ["PROFILE", "cluster_class", "instance_types", "offline_facts"]
+from components.clouds.aws.offline import OFFLINE
 
 
 def cluster_class():
-    """The EKS PlatformCluster."""
     from components.clouds.aws.cluster import EksCluster
     return EksCluster
 
 
 def instance_types():
-    """AWS's GPU instance types, by name."""
     from components.clouds.aws.catalog import INSTANCE_TYPES
     return INSTANCE_TYPES
-
-
-def offline_facts():
-    """What the offline engine answers in place of the provider."""
-    from components.clouds.aws.offline import OFFLINE
-    return OFFLINE

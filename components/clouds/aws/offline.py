@@ -4,25 +4,16 @@ from __future__ import annotations
 
 from components.clouds.facts import OfflineFacts
 
-# Zone names are the region plus a letter; not every letter exists (ap-northeast-1 has no "b").
-_ZONES: dict[str, tuple[str, ...]] = {
-    "us-east-1": tuple(f"us-east-1{z}" for z in "abcdef"),
-    "us-east-2": tuple(f"us-east-2{z}" for z in "abc"),
-    "us-west-2": tuple(f"us-west-2{z}" for z in "abcd"),
-    "eu-west-1": tuple(f"eu-west-1{z}" for z in "abc"),
-    "eu-central-1": tuple(f"eu-central-1{z}" for z in "abc"),
-    "eu-north-1": tuple(f"eu-north-1{z}" for z in "abc"),
-    "ap-northeast-1": tuple(f"ap-northeast-1{z}" for z in "acd"),
-    "ap-southeast-2": tuple(f"ap-southeast-2{z}" for z in "abc"),
-    # China (partition aws-cn) and GovCloud (aws-us-gov); cn-north-1 has no "c".
-    "cn-north-1": tuple(f"cn-north-1{z}" for z in "abd"),
-    "cn-northwest-1": tuple(f"cn-northwest-1{z}" for z in "abc"),
-    "us-gov-west-1": tuple(f"us-gov-west-1{z}" for z in "abc"),
-    "us-gov-east-1": tuple(f"us-gov-east-1{z}" for z in "abc"),
+# Zone names are the region plus a letter; not every letter exists (ap-northeast-1 has no "b"). China (partition
+# aws-cn) and GovCloud (aws-us-gov) too; cn-north-1 has no "c".
+_ZONE_LETTERS = {
+    "us-east-1": "abcdef", "us-east-2": "abc", "us-west-2": "abcd", "eu-west-1": "abc", "eu-central-1": "abc",
+    "eu-north-1": "abc", "ap-northeast-1": "acd", "ap-southeast-2": "abc",
+    "cn-north-1": "abd", "cn-northwest-1": "abc", "us-gov-west-1": "abc", "us-gov-east-1": "abc",
 }
 
 OFFLINE = OfflineFacts(
-    zones=_ZONES,
+    zones={region: tuple(f"{region}{z}" for z in letters) for region, letters in _ZONE_LETTERS.items()},
     fallback_zones=lambda region: tuple(f"{region}{z}" for z in "abc"),
     computed={
         "aws:eks/cluster:Cluster": lambda name, inputs: {
@@ -72,4 +63,5 @@ OFFLINE = OfflineFacts(
         # terraform-provider-aws internal/service/eks/cluster.go: name and role are fixed for a cluster's life.
         "aws:eks/cluster:Cluster": ("name", "roleArn"),
     },
+    node_pool_types=("aws:eks/nodeGroup:NodeGroup",),
 )

@@ -1,27 +1,17 @@
-"""Azure: AKS clusters, node pools, network, identity and fabrics; registered in components/clouds/__init__.py.
-
-Importing the package loads only its facts; the cluster (and with it the Azure Pulumi SDK) and the GPU catalog load when
-asked for, so a stack imports only its own cloud's SDK."""
+"""AKS from pulumi_azure_native: cluster.py (resource group, VNet, managed cluster, agent pools),
+karpenter.py (node auto-provisioning), kubeconfig.py (Entra ID kubeconfigs); facts.py (with the InfiniBand record),
+catalog.py and offline.py hold its facts."""
 from __future__ import annotations
 
 from components.clouds.azure.facts import PROFILE
-
-__all__ = ["PROFILE", "cluster_class", "instance_types", "offline_facts"]
+from components.clouds.azure.offline import OFFLINE
 
 
 def cluster_class():
-    """The AKS PlatformCluster."""
     from components.clouds.azure.cluster import AksCluster
     return AksCluster
 
 
 def instance_types():
-    """Azure's GPU instance types, by name."""
     from components.clouds.azure.catalog import INSTANCE_TYPES
     return INSTANCE_TYPES
-
-
-def offline_facts():
-    """What the offline engine answers in place of the provider."""
-    from components.clouds.azure.offline import OFFLINE
-    return OFFLINE

@@ -16,8 +16,7 @@ from components.catalog.types import mig_shape
 from components.clouds.azure import karpenter
 from components.clouds.azure.kubeconfig import kubeconfig_from_credentials
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
-from components.clouds import profile
-from components.clouds.azure.facts import AKS_POD_CIDR, AKS_SERVICE_CIDR
+from components.clouds.azure.facts import AKS_POD_CIDR, AKS_SERVICE_CIDR, PROFILE
 from components.clouds.facts import CloudProfile
 from components.config.model import GpuPool, PlatformConfig, Taint
 from components.config.provisioning import AKS_NAP, provisioner
@@ -76,7 +75,7 @@ class AksCluster(PlatformCluster):
     def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
         cluster = config.cluster
         super().__init__(self.TYPE, name, {"clusterName": cluster.name, "location": cluster.region}, opts)
-        prof = profile("azure")
+        prof = PROFILE
         extras = cluster.extras
         child = pulumi.ResourceOptions(parent=self)
         zones = [str(z) for z in extras.get("zones", [])] or None

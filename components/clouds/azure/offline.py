@@ -13,7 +13,8 @@ from components.clouds.facts import OfflineFacts
 def _offline_kubeconfig(server: str) -> str:
     """A base64 kubeconfig shaped like the ones AKS returns, with a client certificate user."""
     config = {"apiVersion": "v1", "kind": "Config", "current-context": "offline",
-              "clusters": [{"name": "offline", "cluster": {"server": server, "certificate-authority-data": "T0ZGTElORQ=="}}],
+              "clusters": [{"name": "offline",
+                            "cluster": {"server": server, "certificate-authority-data": "T0ZGTElORQ=="}}],
               "contexts": [{"name": "offline", "context": {"cluster": "offline", "user": "offline"}}],
               "users": [{"name": "offline", "user": {"client-certificate-data": "T0ZGTElORQ==",
                                                      "client-key-data": "T0ZGTElORQ=="}}]}
@@ -49,4 +50,5 @@ OFFLINE = OfflineFacts(
             "scaleSetEvictionPolicy", "spotMaxPrice", "osType", "gpuProfile.driver", "availabilityZones",
         ),
     },
+    node_pool_types=("azure-native:containerservice:AgentPool",),
 )

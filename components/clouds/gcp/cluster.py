@@ -10,8 +10,8 @@ import pulumi_gcp.serviceaccount as serviceaccount
 import yaml
 
 from components.clouds.gcp import gpudirect as gcp_gpudirect
+from components.clouds.gcp.facts import PROFILE
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
-from components.clouds import profile
 from components.clouds.facts import CloudProfile
 from components.config.fabric import nic_counts
 from components.config.model import Cluster, GpuPool, PlatformConfig
@@ -118,7 +118,7 @@ class GkeCluster(PlatformCluster):
     def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
         cluster = config.cluster
         super().__init__(self.TYPE, name, {"clusterName": cluster.name, "region": cluster.region}, opts)
-        prof = profile("gcp")
+        prof = PROFILE
         extras = cluster.extras
         project = extras["project"]
         zones = extras["zones"]

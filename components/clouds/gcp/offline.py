@@ -5,18 +5,11 @@ from __future__ import annotations
 from components.clouds.facts import OfflineFacts
 
 # Region plus "-<letter>", letters differ per region (us-central1 has a, b, c, f; us-east1 has b, c, d).
-_ZONES: dict[str, tuple[str, ...]] = {
-    "us-central1": tuple(f"us-central1-{z}" for z in "abcf"),
-    "us-east1": tuple(f"us-east1-{z}" for z in "bcd"),
-    "us-east4": tuple(f"us-east4-{z}" for z in "abc"),
-    "us-west1": tuple(f"us-west1-{z}" for z in "abc"),
-    "europe-west1": tuple(f"europe-west1-{z}" for z in "bcd"),
-    "europe-west4": tuple(f"europe-west4-{z}" for z in "abc"),
-    "asia-southeast1": tuple(f"asia-southeast1-{z}" for z in "abc"),
-}
+_ZONE_LETTERS = {"us-central1": "abcf", "us-east1": "bcd", "us-east4": "abc", "us-west1": "abc", "europe-west1": "bcd",
+                 "europe-west4": "abc", "asia-southeast1": "abc"}
 
 OFFLINE = OfflineFacts(
-    zones=_ZONES,
+    zones={region: tuple(f"{region}-{z}" for z in letters) for region, letters in _ZONE_LETTERS.items()},
     fallback_zones=lambda region: tuple(f"{region}-{z}" for z in "abc"),
     computed={
         "gcp:serviceaccount/account:Account": lambda name, inputs: {
@@ -53,4 +46,5 @@ OFFLINE = OfflineFacts(
         "gcp:compute/subnetwork:Subnetwork": ("name", "project", "network", "region"),
         "gcp:compute/firewall:Firewall": ("name", "project", "network"),
     },
+    node_pool_types=("gcp:container/nodePool:NodePool",),
 )

@@ -1,27 +1,17 @@
-"""OCI: OKE clusters, node pools, network, identity and fabrics; registered in components/clouds/__init__.py.
-
-Importing the package loads only its facts; the cluster (and with it the OCI Pulumi SDK) and the GPU catalog load when
-asked for, so a stack imports only its own cloud's SDK."""
+"""OKE from pulumi_oci: cluster.py (cluster, node pools), network.py (VCN and subnets), nodes.py (node pools,
+cloud-init), rdma.py (RDMA cluster networks of self-managed nodes); facts.py, catalog.py and offline.py hold its
+facts."""
 from __future__ import annotations
 
 from components.clouds.oci.facts import PROFILE
-
-__all__ = ["PROFILE", "cluster_class", "instance_types", "offline_facts"]
+from components.clouds.oci.offline import OFFLINE
 
 
 def cluster_class():
-    """The OKE PlatformCluster."""
     from components.clouds.oci.cluster import OkeCluster
     return OkeCluster
 
 
 def instance_types():
-    """OCI's GPU instance types, by name."""
     from components.clouds.oci.catalog import INSTANCE_TYPES
     return INSTANCE_TYPES
-
-
-def offline_facts():
-    """What the offline engine answers in place of the provider."""
-    from components.clouds.oci.offline import OFFLINE
-    return OFFLINE

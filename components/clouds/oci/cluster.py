@@ -16,8 +16,7 @@ from components.clouds.oci import rdma
 from components.clouds.oci.network import OkeNetwork
 from components.clouds.oci.nodes import (GPU_BOOT_VOLUME_GB, POD_NETWORK, SYSTEM_SHAPE_CONFIG, node_pool,
                                          register_with_taints)
-from components.clouds import profile
-from components.clouds.oci.facts import OKE_POD_CIDR, OKE_SERVICE_CIDR
+from components.clouds.oci.facts import OKE_POD_CIDR, OKE_SERVICE_CIDR, PROFILE
 from components.config.model import PlatformConfig
 
 SYSTEM_POOL = "system"
@@ -46,7 +45,7 @@ class OkeCluster(PlatformCluster):
 
     def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, {"clusterName": config.cluster.name, "region": config.cluster.region}, opts)
-        prof = profile("oci")
+        prof = PROFILE
         extras = config.cluster.extras
         compartment = extras["compartmentId"]
         child = pulumi.ResourceOptions(parent=self)

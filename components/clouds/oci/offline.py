@@ -66,4 +66,5 @@ OFFLINE = OfflineFacts(
     new_nodes_only={
         "oci:ContainerEngine/nodePool:NodePool": ("nodeShape", "nodeShapeConfig", "nodeSourceDetails", "nodeMetadata"),
     },
+    node_pool_types=("oci:ContainerEngine/nodePool:NodePool",),
 )
