@@ -6,6 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.args import fill_defaults
+from components.args_checks import check_args
 from components.clouds.labels import pool_labels, pool_taints
 from components.clouds.profiles import CloudProfile
 from components.config.capacity import mig_strategy, pool_units
@@ -91,6 +92,7 @@ class GpuNodePool(pulumi.ComponentResource):
     TYPE = "gpu-platform:cluster:GpuNodePool"
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        check_args(args)  # every problem at once, before any child exists
         labels, advertised = dict(args.labels), dict(args.advertised)
         taints = tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in args.taints)
         props = {

@@ -7,6 +7,7 @@ import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.helm.v3 as helm
 
 from components.args import fill_defaults
+from components.args_checks import check_args
 from components.clouds.labels import pool_taints
 from components.clouds.profiles import CloudProfile, profile
 from components.config.capacity import mig_strategy
@@ -123,6 +124,8 @@ class GpuOperatorArgs:
     """mig-parted config YAML for the mig-manager's ConfigMap; None when no pool uses MIG."""
     dcgm_metrics: Optional[str] = None
     """dcgm-exporter metrics CSV for its ConfigMap; None when DCGM is off."""
+    cloud: Optional[str] = None
+    """The cloud (aws, azure, gcp, oci): when given, driver owners and MIG are checked against its GPU images."""
 
     def __post_init__(self) -> None:
         fill_defaults(self)
@@ -141,6 +144,7 @@ class GpuOperatorArgs:
             critical_pods_quota=prof.critical_pods_need_quota,
             mig_config=mig_parted_config(config) if ops.mig_manager else None,
             dcgm_metrics=metrics_csv() if config.observability.dcgm else None,
+            cloud=config.cloud,
         )
 
 
@@ -150,6 +154,7 @@ class GpuOperator(pulumi.ComponentResource):
     TYPE = "gpu-platform:gpu:GpuOperator"
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        check_args(args)  # every problem at once, before any child exists
         self.values = args.values
         super().__init__(self.TYPE, name, {
             "chartVersion": CHART_VERSION,

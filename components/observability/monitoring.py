@@ -6,6 +6,7 @@ import pulumi
 from pulumi_kubernetes.apiextensions import CustomResource
 
 from components.args import fill_defaults
+from components.args_checks import check_args
 from components.config.model import PlatformConfig
 from components.observability.dashboard import dashboard_config_map, dashboard_json
 from components.observability.prometheus import selector_labels
@@ -39,6 +40,11 @@ _SCRAPE: dict[str, dict[str, Any]] = {
         "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "30s"}],
     },
 }
+
+
+def scraped_schedulers() -> tuple[str, ...]:
+    """The scheduler kinds GpuMonitoring can scrape."""
+    return tuple(_SCRAPE)
 
 
 @dataclass
@@ -75,6 +81,7 @@ class GpuMonitoring(pulumi.ComponentResource):
     TYPE = "gpu-platform:observability:GpuMonitoring"
 
     def __init__(self, name: str, args: GpuMonitoringArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        check_args(args)  # every problem at once, before any child exists
         recording, alerts, namespace = args.recording_groups, args.alert_groups, args.namespace
         super().__init__(self.TYPE, name, {
             "namespace": namespace, "recordingGroups": [g["name"] for g in recording],

@@ -16,6 +16,7 @@ import pulumi_kubernetes.networking.v1 as networking
 import pulumi_kubernetes.rbac.v1 as rbac
 
 from components.args import fill_defaults
+from components.args_checks import check_args
 from components.clouds.labels import LABEL_PREFIX
 from components.config.model import PlatformConfig, Team as TeamConfig
 from components.observability.reclaimer.job import RECLAIM_ENABLED, RECLAIM_LABEL
@@ -90,6 +91,7 @@ class Team(pulumi.ComponentResource):
     TYPE = "gpu-platform:tenancy:Team"
 
     def __init__(self, name: str, args: TeamArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        check_args(args)  # every problem at once, before any child exists
         hard = dict(args.gpu_quota)
         super().__init__(self.TYPE, name, {
             "team": args.team, "namespace": args.team, "priority": args.priority, "groups": list(args.groups),
