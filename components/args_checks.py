@@ -18,13 +18,14 @@ from components.clouds.profiles import PROFILES, CloudProfile
 from components.config.errors import ConfigError, Problems
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join
 from components.config.model import (
-    CAPACITY_TYPES, DRIVER_OWNERS, EGRESS, POD_SECURITY_LEVELS, PRIORITIES, SHARING_MODES, WORKLOADS,
+    CAPACITY_TYPES, DRIVER_OWNERS, EGRESS, PRIORITIES, SHARING_MODES, WORKLOADS,
 )
 from components.config.pools import (
     LABEL_VALUE, driver_problem, mixed_driver_problem, no_mig_problem, read_taint,
 )
 
 OPERANDS = ("driver", "toolkit", "devicePlugin", "migManager", "dcgmExporter")
+PSA_LEVELS = ("privileged", "baseline", "restricted")  # what Pod Security Admission's enforce label takes
 
 
 class ArgsError(ConfigError):
@@ -174,7 +175,7 @@ def _gpu_operator(args: Any, sec: Section) -> None:
 
 def _team(args: Any, sec: Section) -> None:
     # Imported on use: the Team component imports this module.
-    from components.tenancy.isolation import PSA
+    from components.tenancy.isolation import ENFORCED, PSA
     from components.tenancy.team import TEAM_LABEL
 
     enforce = f"{PSA}/enforce"
@@ -182,20 +183,19 @@ def _team(args: Any, sec: Section) -> None:
     sec.str("priority", choices=PRIORITIES)
     for key, allowed in (("gpu_quota", ("requests.",)), ("compute_quota", ("requests.cpu", "requests.memory",
                                                                            "pods"))):
+        shown = ", ".join(a + "<resource>" if a.endswith(".") else a for a in allowed)
         for resource in sec.str_map(key):
             if not resource.startswith(allowed):
-                sec.problems.add(join(sec.at(key), resource), f"not a quota this field caps; allowed: "
-                                                              f"{', '.join(a + '*' if a.endswith('.') else a for a in allowed)}")
+                sec.problems.add(join(sec.at(key), resource), f"not a quota this field caps; allowed: {shown}")
     sec.str_list("groups")
     egress = sec.str("egress", choices=EGRESS)
     labels = _labels(sec, "labels")
     if team and labels.get(TEAM_LABEL, team) != team:
-        sec.problems.add(join(sec.at("labels"), TEAM_LABEL), f"must be the team's name {team!r} (the team's queue "
-                                                             f"selects its namespace by it); got {labels[TEAM_LABEL]!r}")
-    if labels.get(enforce, "baseline") not in POD_SECURITY_LEVELS:
-        levels = tuple(level for level in POD_SECURITY_LEVELS if ":" not in level)
-        sec.problems.add(join(sec.at("labels"), enforce), f"{labels[enforce]!r} is not a Pod Security level;"
-                                                              f" allowed: {', '.join(levels)}")
+        sec.problems.add(join(sec.at("labels"), TEAM_LABEL), f"must be the team's name {team!r} (its queue selects "
+                                                             f"its namespace by it); got {labels[TEAM_LABEL]!r}")
+    if labels.get(enforce, ENFORCED) not in PSA_LEVELS:
+        sec.problems.add(join(sec.at("labels"), enforce), f"{labels[enforce]!r} is not a Pod Security level; "
+                                                          f"allowed: {', '.join(PSA_LEVELS)}")
     sec.str_map("annotations")
     policies = _mapping(sec, "network_policies")
     for policy, spec in policies.items():

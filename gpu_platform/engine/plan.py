@@ -112,14 +112,18 @@ def plan_stack(stack: str | None = None, file: str | Path | None = None,
     """Validate, then run the program offline. Raises ConfigError before anything is registered."""
     name, path, config, validated = validate_stack(stack, file, config_overrides)
     registrations, outputs = run_program(name, config, printed=validated.warnings)
-    resources = [
+    return Plan(project=PROJECT, stack=name, resources=planned_resources(registrations), outputs=outputs,
+                stack_file=str(path), config=validated)
+
+
+def planned_resources(registrations) -> list[PlannedResource]:
+    """The recorded registrations in the plan's stable shape and order."""
+    return [
         PlannedResource(urn=r.urn, type=r.type, name=r.name, parent=r.parent, custom=r.custom,
                         inputs=to_plain(r.inputs),
                         options={"protect": r.protect, "ignoreChanges": r.ignore_changes, "dependsOn": r.depends_on})
         for r in sorted(registrations, key=_parent_first)
     ]
-    return Plan(project=PROJECT, stack=name, resources=resources, outputs=outputs, stack_file=str(path),
-                config=validated)
 
 
 def _parent_first(registration) -> tuple[int, str]:
@@ -137,7 +141,7 @@ def run_main() -> None:
 
 
 def run_program(stack: str, config: dict[str, Any], program: Callable[[], None] = run_main,
-                printed: tuple[str, ...] = ()):
+                printed: tuple[str, ...] = (), project: str = PROJECT):
     """Run `program` in this process against a recording mock monitor; returns registrations and outputs. The
     program's log messages go to the `gpu_platform.program` logger, except the config warnings in `printed`,
     which __main__.py logs for `pulumi up` and the commands print themselves (once, with their prefix)."""
@@ -154,7 +158,7 @@ def run_program(stack: str, config: dict[str, Any], program: Callable[[], None] 
     _forget_failed_runs(settings.SETTINGS)
     set_all_config({k: v if isinstance(v, str) else json.dumps(v, default=str) for k, v in config.items()})
     monitor = RecordingMonitor(StrictMocks(config))
-    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor,
+    pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=True, monitor=monitor,
                              logger=_program_logger(printed))
     with _no_cyclic_gc():
         try:

@@ -18,7 +18,7 @@ operator = GpuOperator("gpu-operator", GpuOperatorArgs(
         "dcgmExporter": {"enabled": True},
         "daemonsets": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
     },
-    driver_owners={"a100": "image"},
+    driver_owners={"a100": "managed"},
     operands={"driver": False, "toolkit": False, "devicePlugin": True, "migManager": False, "dcgmExporter": True},
 ), opts=on_cluster)
 
