@@ -45,6 +45,8 @@ def run(args) -> int:
         plan = plan_requested(args)
         # A program of your own has no stack config: the rules read its objects alone, without exemptions.
         report = check(plan, context.for_config(plan.config) if plan.config else context.StackContext())
+        if args.program:
+            report.source = args.program
     write_output(render(report, RULES, args.format, args.fail_on), args.out)
     return report.exit_code(args.fail_on)
 

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import yaml
 
+from components.cloud_sdks import require_cloud_sdk
 from components.config import (
     SECRET_PLACEHOLDER, ConfigError, PlatformConfig, Problem, load, read_stack_file, split_namespace,
 )
@@ -111,6 +112,7 @@ def plan_stack(stack: str | None = None, file: str | Path | None = None,
                config_overrides: dict[str, Any] | None = None) -> Plan:
     """Validate, then run the program offline. Raises ConfigError before anything is registered."""
     name, path, config, validated = validate_stack(stack, file, config_overrides)
+    require_cloud_sdk(validated)  # what __main__.py refuses under `pulumi up`, refused here the same way
     registrations, outputs = run_program(name, config, printed=validated.warnings)
     return Plan(project=PROJECT, stack=name, resources=planned_resources(registrations), outputs=outputs,
                 stack_file=str(path), config=validated)

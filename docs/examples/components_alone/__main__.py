@@ -27,7 +27,6 @@ research = Team("research", TeamArgs(
     priority="normal",
     gpu_quota={"requests.nvidia.com/gpu": "8"},
     groups=["research-engineers"],
-    labels={"pod-security.kubernetes.io/enforce": "baseline"},
     protect=True,
 ), opts=on_cluster)
 
