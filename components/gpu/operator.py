@@ -153,6 +153,11 @@ class GpuOperator(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:gpu:GpuOperator"
 
+    namespace_name: pulumi.Output[str]
+    """The operator's namespace, once created."""
+    release_name: pulumi.Output[str]
+    """The operator's Helm release, once installed: what depends on its CRDs orders after it."""
+
     def __init__(self, name: str, args: GpuOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None):
         check_args(args)  # every problem at once, before any child exists
         self.values = args.values
@@ -202,4 +207,5 @@ class GpuOperator(pulumi.ComponentResource):
             skip_await=False,
             timeout=900,
         ), opts=pulumi.ResourceOptions(parent=self, depends_on=before_release))
+        self.namespace_name, self.release_name = ns, self.release.name
         self.register_outputs({"namespace": ns, "release": self.release.name})

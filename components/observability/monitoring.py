@@ -80,6 +80,9 @@ class GpuMonitoring(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:observability:GpuMonitoring"
 
+    namespace_name: pulumi.Output[str]
+    """The namespace the rules, monitor and dashboard were created in."""
+
     def __init__(self, name: str, args: GpuMonitoringArgs, opts: Optional[pulumi.ResourceOptions] = None):
         check_args(args)  # every problem at once, before any child exists
         recording, alerts, namespace = args.recording_groups, args.alert_groups, args.namespace
@@ -98,4 +101,5 @@ class GpuMonitoring(pulumi.ComponentResource):
         kind = args.scheduler
         custom(f"{kind}-monitor", "ServiceMonitor", f"gpu-platform-{kind}", scheduler_monitor_spec(kind))
         dashboard_config_map(f"{name}-dashboard", args.dashboard, namespace, child)
+        self.namespace_name = pulumi.Output.from_input(namespace)
         self.register_outputs({"namespace": namespace})

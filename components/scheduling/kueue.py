@@ -228,6 +228,9 @@ class Kueue(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:scheduling:Kueue"
 
+    release_name: pulumi.Output[str]
+    """Kueue's Helm release, once installed: jobs submitted before its webhook is up skip admission."""
+
     def __init__(self, name: str, args: KueueArgs, opts: Optional[pulumi.ResourceOptions] = None):
         check_args(args)  # every problem at once, before any child exists
         conf = args.manager_config
@@ -288,6 +291,7 @@ class Kueue(pulumi.ComponentResource):
                     subjects=[rbac.SubjectArgs(kind="Group", name=g, api_group=RBAC_GROUP) for g in groups],
                     opts=team_guard,
                 )
+        self.release_name = self.release.name
         self.register_outputs({"release": self.release.status})
 
 

@@ -101,6 +101,9 @@ class Team(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:tenancy:Team"
 
+    namespace_name: pulumi.Output[str]
+    """The team's namespace, once created: its workloads and its queue live there."""
+
     def __init__(self, name: str, args: TeamArgs, opts: Optional[pulumi.ResourceOptions] = None):
         check_args(args)  # every problem at once, before any child exists
         hard = dict(args.gpu_quota)
@@ -154,4 +157,5 @@ class Team(pulumi.ComponentResource):
                 subjects=[rbac.SubjectArgs(kind="Group", name=group, api_group=RBAC_GROUP) for group in args.groups],
                 opts=child,
             )
+        self.namespace_name = ns
         self.register_outputs({"namespace": ns})
