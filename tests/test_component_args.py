@@ -50,7 +50,7 @@ def test_one_value_error_type_with_every_problem_and_its_path():
 
 
 def test_gpu_operator_driver_owner_contradicting_the_cloud_is_refused_before_any_child():
-    # GKE installs the driver itself only: no GKE pool's driver is the operator's (the cloud's image facts).
+    # EKS's GPU images carry the driver: no EKS pool's driver is the operator's (the cloud's image facts).
     args = GpuOperatorArgs(values={"driver": {"enabled": True}}, driver_owners={"a100": "operator"},
                            operands={**IMAGE_DRIVER, "driver": True}, cloud="aws")
     error, registrations = problems_of(GpuOperator, args)
