@@ -21,7 +21,7 @@ from components.config.model import (
     CAPACITY_TYPES, DRIVER_OWNERS, EGRESS, PRIORITIES, SHARING_MODES, WORKLOADS,
 )
 from components.config.pools import (
-    LABEL_VALUE, driver_problem, mixed_driver_problem, no_mig_problem, read_taint,
+    LABEL_VALUE, driver_problem, max_replicas, mixed_driver_problem, no_mig_problem, read_taint,
 )
 
 OPERANDS = ("driver", "toolkit", "devicePlugin", "migManager", "dcgmExporter")
@@ -94,7 +94,7 @@ def _node_pool(args: Any, sec: Section) -> None:
     elif sec.has("mig_config"):
         sec.problems.add(sec.at("mig_config"), f"only applies with sharing_mode mig (this pool has {mode})")
     if mode in ("mps", "time-slicing"):
-        sec.int("replicas", minimum=2, maximum=48 if mode == "mps" else 256, why=f"clients per GPU with {mode}")
+        sec.int("replicas", minimum=2, maximum=max_replicas(mode), why=f"clients per GPU with {mode}")
     elif sec.has("replicas"):
         sec.problems.add(sec.at("replicas"), f"only applies with sharing_mode mps or time-slicing (this pool has "
                                              f"{mode})")
@@ -210,7 +210,12 @@ def _team(args: Any, sec: Section) -> None:
 
 def _opens_egress(spec: dict[str, Any]) -> bool:
     """The policy lets pods reach an address block (outside the cluster): what `egress: none` promises away."""
-    return any("ipBlock" in peer for rule in spec.get("egress") or () for peer in rule.get("to") or ())
+    return any("ipBlock" in peer for rule in _dicts(spec.get("egress")) for peer in _dicts(rule.get("to")))
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    """The mappings of a list inside a spec given as a plain dict: a malformed entry is the API server's to refuse."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def _kueue(args: Any, sec: Section) -> None:
@@ -236,8 +241,8 @@ def _kueue(args: Any, sec: Section) -> None:
             continue
         if spec.get("cohortName") and cohort is False:
             sec.problems.add(join(path, "cohortName"), "names a cohort, but cohort is false: nothing creates it")
-        for i, group in enumerate(spec.get("resourceGroups") or ()):
-            for j, flavor in enumerate(group.get("flavors") or ()):
+        for i, group in enumerate(_dicts(spec.get("resourceGroups"))):
+            for j, flavor in enumerate(_dicts(group.get("flavors"))):
                 if flavor.get("name") not in flavors:
                     sec.problems.add(join(join(join(join(path, "resourceGroups"), i), "flavors"), j) + ".name",
                                      f"{flavor.get('name')!r} is not a flavor; allowed: {', '.join(flavors)}")

@@ -220,13 +220,17 @@ def _platform_key(key: str) -> bool:
     return domain == node_facts.LABEL_PREFIX or domain.endswith(f".{node_facts.LABEL_PREFIX}")
 
 
+def max_replicas(mode: str | None) -> int:
+    """The most clients one GPU may serve: MPS serves at most 48 (Volta and later); time-slicing has no such limit,
+    only sense."""
+    return 48 if mode == "mps" else 256
+
+
 def _sharing(raw: Any, path: str, instance, prof: CloudProfile | None, problems: Problems) -> Sharing | None:
     sec = Section(raw, path, problems, ("mode", "migProfile", "replicas"))
     mode = sec.str("mode", "none", choices=SHARING_MODES)
     mig_profile = sec.value("migProfile", None)
-    # MPS serves at most 48 clients per GPU (Volta and later); time-slicing has no such limit, only sense.
-    most = 48 if mode == "mps" else 256
-    replicas = sec.int("replicas", None, minimum=2, maximum=most, why=f"clients per GPU with {mode}")
+    replicas = sec.int("replicas", None, minimum=2, maximum=max_replicas(mode), why=f"clients per GPU with {mode}")
     if mode is None:
         return None
     if mode != "mig" and mig_profile is not None:

@@ -83,8 +83,10 @@ class TeamArgs:
 
     def default_labels(self) -> dict[str, str]:
         """The labels every team namespace carries unless the Args say otherwise."""
-        return {TEAM_LABEL: self.team, PRIORITY_LABEL: self.priority, f"{PSA}/enforce": ENFORCED,
-                f"{PSA}/audit": AUDITED, f"{PSA}/warn": AUDITED}
+        labels = {TEAM_LABEL: self.team, PRIORITY_LABEL: self.priority, f"{PSA}/enforce": ENFORCED,
+                  f"{PSA}/audit": AUDITED, f"{PSA}/warn": AUDITED}
+        # A missing or malformed team or priority is the Args check's to report, not a label's.
+        return {key: value for key, value in labels.items() if isinstance(value, str)}
 
     @classmethod
     def from_config(cls, config: PlatformConfig, team: TeamConfig, annotations: dict[str, str]) -> "TeamArgs":
