@@ -65,3 +65,23 @@ def test_invalid_component_args_in_a_program_name_the_property(capsys, tmp_path)
 def test_program_and_file_are_exclusive(capsys):
     assert main(["plan", "--program", str(EXAMPLE), "--file", "stacks/Pulumi.aws-dev.yaml"]) == 2
     assert "--program plans your own program" in capsys.readouterr().err
+
+
+def test_stack_config_is_the_programs_own_project(capsys, tmp_path):
+    """Keys without a project in the stack file, and Pulumi.yaml defaults, belong to the program's project."""
+    write_program(tmp_path, "import pulumi\n\nconfig = pulumi.Config()\n"
+                            "pulumi.export('greeting', config.require('greeting'))\n"
+                            "pulumi.export('team', config.require('team'))\n")
+    (tmp_path / "Pulumi.yaml").write_text("name: my-cluster\nruntime: python\nconfig:\n  team:\n    default: ml\n")
+    (tmp_path / "Pulumi.example.yaml").write_text("config:\n  greeting: hello\n")
+    out = tmp_path / "plan.json"
+    assert main(["plan", "--program", str(tmp_path), "example", "--format", "json", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["outputs"] == {"greeting": "hello", "team": "ml"}
+
+
+def test_several_stacks_need_a_name(capsys, tmp_path):
+    write_program(tmp_path, "import pulumi\n")
+    (tmp_path / "Pulumi.prod.yaml").write_text("encryptionsalt: v1:abc\n")  # what `pulumi stack init` writes
+    assert main(["plan", "--program", str(tmp_path), "prod"]) == 0
+    assert main(["plan", "--program", str(tmp_path)]) == 2
+    assert "several stacks (example, prod); name one" in capsys.readouterr().err

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from components.config import read_stack_file
+from components.config import ConfigError, read_stack_file
 from components.config.reader import ReadError, decode, load_yaml
 from gpu_platform.engine.plan import Plan, planned_resources, run_program
 
@@ -89,7 +89,16 @@ def _stack_config(root: Path, project: str, manifest: dict[str, Any], stack: str
     for key, spec in (manifest.get("config") or {}).items():
         if isinstance(spec, dict) and ("default" in spec or "value" in spec):
             defaults[key if ":" in key else f"{project}:{key}"] = spec.get("value", spec.get("default"))
-    return name, {**defaults, **(read_stack_file(files[name]) if name in files else {})}
+    return name, {**defaults, **(_stack_file(files[name], project) if name in files else {})}
+
+
+def _stack_file(path: Path, project: str) -> dict[str, Any]:
+    try:
+        return read_stack_file(path, project)
+    except ConfigError as exc:
+        if [p.path for p in exc.problems] == ["config"]:
+            return {}  # `pulumi stack init` writes a stack file with no config (an encryption salt at most)
+        raise
 
 
 @contextmanager
