@@ -357,20 +357,10 @@ def minors(*minors: str) -> dict[str, str]:
 K8S_EFFECTS = {"NoSchedule": "NoSchedule", "PreferNoSchedule": "PreferNoSchedule", "NoExecute": "NoExecute"}
 API_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
 
-# Kubernetes minors each cloud creates clusters on, as of 2026-12-03. Upstream (kubernetes.io/releases): 1.34 reached
-# end of life 2026-10-27; 1.35 is supported to 2027-02-28, 1.36 to 2027-06-28, 1.37 to 2027-10-28.
-# - EKS (user guide "kubernetes-versions", endoflife.date/amazon-eks): new clusters on any version in standard or
-#   extended support; 1.32 extended to 2027-03-23, 1.33 to 2027-07-29, 1.34 to 2027-12-02, 1.35 standard to
-#   2027-03-27; 1.36 has been on EKS since about June 2026 (kubernetes/autoscaler#9985).
-# - AKS (supported-kubernetes-versions): cluster creation only on the three community-supported GA minors (N-2),
-#   each for 12 months from its GA about three months after upstream (1.32: GA Mar 2025, EOL Mar 2026), so 1.34
-#   ended about Nov 2026; 1.35 and 1.36 remain.
-# - GKE (release schedule, endoflife.date/google-kubernetes-engine): the REGULAR channel our clusters use creates
-#   only minors in standard support; 1.34 ended 2026-10-01, 1.35 runs to 2027-04-11, 1.36 after it.
-# - OKE (Kubernetes Engine supported versions, add-on version table up to 1.34): the three newest minors, named
-#   by their first OKE build (v1.31.1, v1.32.1, v1.33.1 in OKE's supported lists). v1.35.1 follows that naming;
-#   check `oci ce cluster-options get --cluster-option-id all` before a first `pulumi up` in a new region.
-# 1.37 is left out everywhere until every cloud has it GA. The default is the newest minor on all four tables.
+# Kubernetes minors each cloud creates clusters on, as of 2026-12-03 (each cloud's sources at its kubernetes_versions).
+# Upstream (kubernetes.io/releases): 1.34 reached end of life 2026-10-27; 1.35 is supported to 2027-02-28, 1.36 to
+# 2027-06-28, 1.37 to 2027-10-28. 1.37 is left out everywhere until every cloud has it GA. The default is the newest
+# minor on every cloud's table.
 DEFAULT_KUBERNETES_VERSION = "1.35"
 KUBERNETES_VERSIONS_AS_OF = "2026-12-03"
 

@@ -111,6 +111,9 @@ PROFILE = CloudProfile(
     # EKS allows 63 characters; EksCluster prefixes GPU node group names with "gpu-" (4).
     pool_naming=PoolNaming(max_len=59, pattern=r"[A-Za-z0-9][A-Za-z0-9_-]{0,58}"),
     default_system_instance="m6i.2xlarge",
+    # EKS user guide "kubernetes-versions", endoflife.date/amazon-eks: new clusters on any version in standard or
+    # extended support; 1.32 extended to 2027-03-23, 1.33 to 2027-07-29, 1.34 to 2027-12-02, 1.35 standard to
+    # 2027-03-27; 1.36 has been on EKS since about June 2026 (kubernetes/autoscaler#9985).
     kubernetes_versions=minors("1.32", "1.33", "1.34", "1.35", "1.36"),
     # CreateCluster's version is a minor ("1.35"); EKS picks the patch itself.
     kubernetes_version_form="minor",

@@ -83,6 +83,9 @@ PROFILE = CloudProfile(
     # AKS Linux agent pool names: lowercase letters and digits, start with a letter, at most 12.
     pool_naming=PoolNaming(max_len=12, pattern=r"[a-z][a-z0-9]{0,11}", drop_hyphens=True),
     default_system_instance="Standard_D8s_v5",
+    # AKS supported-kubernetes-versions: cluster creation only on the three community-supported GA minors (N-2), each
+    # for 12 months from its GA about three months after upstream (1.32: GA Mar 2025, EOL Mar 2026), so 1.34 ended
+    # about Nov 2026; 1.35 and 1.36 remain.
     kubernetes_versions=minors("1.35", "1.36"),
     # ManagedCluster.kubernetesVersion takes a minor (AKS picks the newest patch) or a full patch version.
     kubernetes_version_form="minor-or-patch",

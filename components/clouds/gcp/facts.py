@@ -169,6 +169,8 @@ PROFILE = CloudProfile(
     default_driver="managed",
     pool_naming=PoolNaming(max_len=40, pattern=r"[a-z]([a-z0-9-]{0,38}[a-z0-9])?"),
     default_system_instance="e2-standard-8",
+    # GKE release schedule, endoflife.date/google-kubernetes-engine: the REGULAR channel our clusters use creates only
+    # minors in standard support; 1.34 ended 2026-10-01, 1.35 runs to 2027-04-11, 1.36 after it.
     kubernetes_versions=minors("1.35", "1.36"),
     # min_master_version takes a minor ("1.35") or a patch version ("1.35.2").
     kubernetes_version_form="minor-or-patch",

@@ -115,6 +115,9 @@ PROFILE = CloudProfile(
                   "add-on is adopted and pinned to no node, so only the operator's device plugin advertises GPUs",
     # OKE takes full versions ("v1.35.1") from its supported list only; a pinned patch per minor keeps plans
     # deterministic (no control-plane upgrade because Oracle published a newer patch).
+    # OKE supported versions (add-on version table up to 1.34): the three newest minors, named by their first OKE
+    # build (v1.31.1, v1.32.1, v1.33.1 in OKE's supported lists). v1.35.1 follows that naming; check
+    # `oci ce cluster-options get --cluster-option-id all` before a first `pulumi up` in a new region.
     kubernetes_versions={"1.34": "v1.34.1", "1.35": "v1.35.1"},
     kubernetes_version_form="patch",
     kubernetes_version_prefix="v",
