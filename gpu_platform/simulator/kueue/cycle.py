@@ -275,7 +275,8 @@ class KueueScheduler(FlavorAssigner):
                     return entry
         version = cq.group.version
         failed: list[Job] = []
-        for head in sorted(heap[0] for heap in cq.buckets.values()):
+        heads = sorted(heap[0] for heap in cq.buckets.values())
+        for head in heads:
             job = head.job
             if self._parked(cq, job, version):
                 pass
@@ -298,13 +299,12 @@ class KueueScheduler(FlavorAssigner):
                         return entry  # preempting without candidates: it still holds quota back this cycle
             if cq.strict:
                 break
-        cq.wake = self._wake(cq)
+        cq.wake = self._wake(cq, heads)
         return None
 
-    def _wake(self, cq: CQ) -> dict[tuple[str, str], int] | None:
-        """When every head is parked: per flavor resource, how much must have been released in the cohort before
-        any head could be admitted (None: on any release)."""
-        heads = sorted(heap[0] for heap in cq.buckets.values())
+    def _wake(self, cq: CQ, heads: list[Pending]) -> dict[tuple[str, str], int] | None:
+        """When every head (`heads`, in order) is parked: per flavor resource, how much must have been released in
+        the cohort before any head could be admitted (None: on any release)."""
         wake: dict[tuple[str, str], int] = {}
         for head in heads[:1] if cq.strict else heads:
             job = head.job
