@@ -91,6 +91,7 @@ class KueueScheduler(FlavorAssigner):
         cq.wake = None
         entry = Pending(-job.priority, job.ts, job.seq, job)
         heapq.heappush(heap, entry)
+        cq.heads = None
         if heap[0] is entry:
             cq.fails.pop(job.bucket, None)
         self.dirty.add(cq)
@@ -275,7 +276,9 @@ class KueueScheduler(FlavorAssigner):
                     return entry
         version = cq.group.version
         failed: list[Job] = []
-        heads = sorted(heap[0] for heap in cq.buckets.values())
+        heads = cq.heads
+        if heads is None:  # a queue is nominated again after every release in its cohort: sort only after a change
+            heads = cq.heads = sorted(heap[0] for heap in cq.buckets.values())
         for head in heads:
             job = head.job
             if self._parked(cq, job, version):
@@ -347,6 +350,7 @@ class KueueScheduler(FlavorAssigner):
 
     def _admit(self, cq: CQ, job: Job, fr: tuple[str, str], t: float, nodes=ANYWHERE) -> None:
         heap = cq.buckets[job.bucket]
+        cq.heads = None
         if heap[0].job is job:
             heapq.heappop(heap)
         else:  # a sticky head that is no longer first in its bucket
