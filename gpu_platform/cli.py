@@ -108,7 +108,9 @@ def config_warnings(config) -> list[str]:
 
 def add_stack_arguments(parser: argparse.ArgumentParser) -> None:
     """`<stack>` or `--file PATH`, shared by every command that reads a stack."""
-    parser.add_argument("stack", nargs="?", help="stack name: reads stacks/Pulumi.<stack>.yaml")
+    parser.add_argument("stack", nargs="?", help="stack name: reads Pulumi.<stack>.yaml from --stacks-dir, else the "
+                                                 "first of ./stacks/, ./ and the project's example stacks")
+    parser.add_argument("--stacks-dir", metavar="DIR", help="the directory holding your Pulumi.<stack>.yaml files")
     parser.add_argument("--file", help="any Pulumi.<name>.yaml to read instead")
 
 

@@ -33,8 +33,8 @@ def run(args) -> int:
     from policies.rules import RULES
 
     if args.plan:
-        if args.stack or args.file:
-            raise UsageError("--plan checks a plan file; do not also name a stack or --file")
+        if args.stack or args.file or args.stacks_dir:
+            raise UsageError("--plan checks a plan file; do not also name a stack, --stacks-dir or --file")
         plan = _read_plan(args.plan)
         policy = read_file(_read_document(args.exemptions), args.exemptions) if args.exemptions else None
         ctx = context.build(None, policy) if policy else context.StackContext()
@@ -42,7 +42,7 @@ def run(args) -> int:
     else:
         if args.exemptions:
             raise UsageError("--exemptions is for --plan; a stack's exemptions are its `gpu-platform:policy`")
-        plan = plan_stack(args.stack, args.file)
+        plan = plan_stack(args.stack, args.file, stacks_dir=args.stacks_dir)
         print_warnings(config_warnings(plan.config))
         report = check(plan, context.for_config(plan.config))
     write_output(render(report, RULES, args.format, args.fail_on), args.out)

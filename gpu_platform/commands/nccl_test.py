@@ -22,7 +22,7 @@ def run(args) -> int:
     from gpu_platform.engine.plan import validate_stack
     from gpu_platform.nccl_manifest import ManifestError, manifest, pick_team, ssh_key_pair
 
-    _, path, _, config = validate_stack(args.stack, args.file)
+    _, path, _, config = validate_stack(args.stack, args.file, stacks_dir=args.stacks_dir)
     print_warnings(config_warnings(config))
     pool = next((p for p in config.gpu_pools if p.name == args.pool), None)
     if pool is None:

@@ -31,7 +31,7 @@ def run(args) -> int:
             old = read_plan_file(args.diff)  # before planning: a bad file fails fast, with nothing planned
         except PlanFileError as exc:
             raise UsageError(f"--diff {exc}") from None
-    plan = plan_stack(args.stack, args.file)
+    plan = plan_stack(args.stack, args.file, stacks_dir=args.stacks_dir)
     print_warnings(config_warnings(plan.config))
     if old is not None:
         try:

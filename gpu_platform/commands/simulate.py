@@ -124,7 +124,7 @@ def _run(args) -> int:
     else:
         from gpu_platform.engine import plan_stack
 
-        plan = plan_stack(args.stack, args.file)
+        plan = plan_stack(args.stack, args.file, stacks_dir=args.stacks_dir)
         print_warnings(config_warnings(plan.config))
     model = load_model(plan)
     model = model.with_nodes(_nodes(args.nodes))
