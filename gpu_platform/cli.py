@@ -31,9 +31,9 @@ class Command:
 def commands() -> tuple[Command, ...]:
     """The subcommands in help order. Imported on call, not at the top: every command imports this module's
     UsageError and helpers, so a top-level import would be circular."""
-    from gpu_platform.commands import catalog, check, nccl_test, plan, simulate, validate
+    from gpu_platform.commands import catalog, check, nccl_test, plan, schema, simulate, validate
 
-    return tuple(Command.of(module) for module in (validate, catalog, plan, check, simulate, nccl_test))
+    return tuple(Command.of(module) for module in (validate, catalog, plan, check, simulate, nccl_test, schema))
 
 
 def package_version() -> str:
