@@ -327,7 +327,8 @@ def map_teams(jobs: list[TraceJob], stack_teams: list[str], mapping: dict[str, s
     """Rename trace teams to stack teams: by name, through `mapping`, or `auto` (teams that match keep their
     name, the others are dealt round-robin over the stack teams in sorted order). `eligible(pools)` names the stack
     teams with quota on every pool in `pools` (a trace team's job pools, None for a job that names none): `auto`
-    deals a trace team only to those, since jobs dealt to a team without quota there could never run."""
+    deals a trace team only to those when there are any, since jobs dealt to a team without quota there could never
+    run."""
     known = known or (lambda name: name if name in stack_teams else None)
     eligible = eligible or (lambda pools: stack_teams)
     trace_teams = sorted({j.team for j in jobs})
@@ -336,12 +337,8 @@ def map_teams(jobs: list[TraceJob], stack_teams: list[str], mapping: dict[str, s
         dealt = dict.fromkeys(stack_teams, 0)
         mapping = {}
         for team in unmatched:
-            pools = {j.pool for j in jobs if j.team == team}
-            candidates = eligible(pools)
-            if not candidates:
-                named = ", ".join(sorted(p or "(any)" for p in pools))
-                raise SimulationError(f"--team-map auto: trace team {team}'s jobs run on {named}, where no stack team "
-                                      f"({', '.join(stack_teams)}) has quota; map it with --team-map FILE")
+            # Where no stack team has quota on its pools, any team: the run then lists its jobs as never admittable.
+            candidates = eligible({j.pool for j in jobs if j.team == team}) or stack_teams
             # Round-robin over the teams that can run the jobs: the least dealt so far, in stack order.
             mapping[team] = min(candidates, key=lambda name: dealt[name])
             dealt[mapping[team]] += 1
