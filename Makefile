@@ -7,6 +7,8 @@ STACK ?= aws-prod
 
 .PHONY: plan test realparts bench clean
 
+# The install is not --quiet: minutes of silence look like a hang. pip's default level shows one line per package and
+# each download's progress bar (forced on even without a terminal), not the resolver's debug log (-v).
 $(VENV)/.installed: pyproject.toml
 	@echo "==> creating $(VENV) with $(PYTHON) (first run only)"
 	$(PYTHON) -m venv $(VENV)
@@ -14,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@echo "==> installing gpu-platform and its pinned dependencies (Pulumi SDK, the aws, azure-native, gcp, oci,"
 	@echo "    kubernetes and random provider SDKs, test tools): about 2 GB unpacked, up to ~10 minutes the first time"
-	$(BIN)/python -m pip install --quiet -e '.[all,test]'
+	$(BIN)/python -m pip install --progress-bar on -e '.[all,test]'
 	@echo "==> installed; later runs skip this step until pyproject.toml changes"
 	touch $@
 

@@ -219,7 +219,7 @@ def test_exemption_waives_the_finding_and_is_listed(case):
 def test_critical_rule_cannot_be_exempted():
     plan = load("aws-prod")
     two_driver_owners(plan)
-    report = run(plan, "GPU007", exemptions=(("GPU007", "*", LONG_REASON, date(2026, 9, 30)),))
+    report = run(plan, "GPU007", exemptions=(("GPU007", "ml-prod-*", LONG_REASON, date(2026, 9, 30)),))
     assert ids(report) == ["GPU000"] + ["GPU007"] * 3
     assert "GPU007 cannot be exempted" in next(f.message for f in report.findings if f.rule == "GPU000")
     assert report.exemptions.used == []

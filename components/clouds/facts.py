@@ -235,6 +235,9 @@ class CloudProfile:
     cloud_plugin_gpu_id_type: str = "uid"
     # Where the cloud-installed driver lives, when not where the operator looks (hostPaths.driverInstallDir).
     managed_driver_root: str = ""
+    # The nccl-test image and all_reduce_perf path for pools without a fabric (NCCL over TCP sockets); ("", ""): the
+    # command's default, AWS's public nccl-tests image.
+    nccl_socket_test: tuple[str, str] = ("", "")
     # The operator's toolkit must hand GPUs to containers through CDI on this cloud's node OS.
     needs_cdi: bool = False
     # system-node-critical/system-cluster-critical pods outside kube-system need a ResourceQuota admitting them.

@@ -33,8 +33,9 @@ def run(args) -> int:
     from policies.rules import RULES
 
     if args.plan:
-        if args.stack or args.file or args.program:
-            raise UsageError("--plan checks a plan file; do not also name a stack, --file or --program")
+        if args.stack or args.file or args.program or args.stacks_dir:
+            raise UsageError("--plan checks a plan file; do not also name a stack, --stacks-dir, --file or "
+                             "--program")
         plan = _read_plan(args.plan)
         policy = read_file(_read_document(args.exemptions), args.exemptions) if args.exemptions else None
         ctx = context.build(None, policy) if policy else context.StackContext()

@@ -88,11 +88,25 @@ def _unreachable(reach: dict[str, PoolReach] | None, pool: str) -> str:
 
 
 def _fabric(pool: dict[str, Any]) -> str:
-    """The pool's fabric, flagged when no team's pods may use it (built, paid for, and idle)."""
+    """The pool's fabric, flagged when unused: built and paid for while no team's pods may use it, or on the
+    instance type (paid for in its price) but not attached."""
     fabric = pool.get("fabric", "none")
     if fabric != "none" and not pool.get("fabricTeams"):
         return f"{fabric} (unused: no team with quota admits its pods)"
+    if fabric == "none" and (idle := _interconnect(pool)):
+        return f"none ({idle} unused: not attached)"
     return fabric
+
+
+def _interconnect(pool: dict[str, Any]) -> str | None:
+    """The fast interconnect the pool's instance type has, from the catalog; None when it has none or the plan's
+    cloud or type is not catalogued (a plan read back from JSON may be older than the catalog)."""
+    from components.catalog import CatalogError, lookup
+
+    try:
+        return lookup(pool.get("cloud", ""), pool.get("instanceType", "")).interconnect
+    except CatalogError:
+        return None
 
 
 # Schedulers whose queue for a team is one cluster-wide object named after the team (Volcano's Queue).

@@ -234,6 +234,21 @@ class Model:
             return self.teams[name]
         return next((t for t in self.teams.values() if name in t.namespaces), None)
 
+    def has_quota(self, team: Team, pool: str | None) -> bool:
+        """Whether the team's queue has nominal quota on the pool (a pool or flavor name; None: on any pool). Volcano
+        queues count resources across pools: there, quota for a resource the pool advertises."""
+        for (flavor, resource), quota in self.queues[team.queue].quotas.items():
+            if quota.nominal <= 0:
+                continue
+            if pool is None:
+                return True
+            if flavor == ANY_FLAVOR:
+                if pool not in self.pools or resource in self.pools[pool].per_node:
+                    return True
+            elif pool in (flavor, getattr(self.flavors.get(flavor), "pool", None)):
+                return True
+        return False
+
     def capacity_gpus(self) -> float:
         return sum(p.nodes * p.gpus_per_node for p in self.pools.values())
 
