@@ -68,7 +68,12 @@ def run(args) -> int:
             return report.exit_code(args.fail_on)
         print_warnings(config_warnings(config))
         report = check(plan, context.for_config(config), str(path), config.warnings)
-    write_output(render(report, RULES, args.format, args.fail_on), args.out)
+    text = render(report, RULES, args.format, args.fail_on)
+    if args.format == "markdown":
+        from gpu_platform.engine.markdown import render_markdown
+        # One step summary per stack: what the platform is, then what the policy pack says about it.
+        text = f"{render_markdown(plan)}\n\n{text}"
+    write_output(text, args.out)
     return report.exit_code(args.fail_on)
 
 
