@@ -21,7 +21,9 @@ def label(*lines: str) -> str:
 
 def _quota(nominal: str, resource: str, borrowing: str) -> str:
     unit = "GPUs" if resource == "nvidia.com/gpu" else resource
-    more = "" if borrowing == "0" else (" + borrows any" if borrowing == "unlimited" else f" + borrows up to {borrowing}")
+    if borrowing == "0":
+        return f"{nominal} {unit}"
+    more = " + borrows any" if borrowing == "unlimited" else f" + borrows up to {borrowing}"
     return f"{nominal} {unit}{more}"
 
 
@@ -30,7 +32,8 @@ def render_mermaid(plan: Plan) -> str:
     lines = ["flowchart LR", '  subgraph gpu_pools["GPU pools"]', "    direction TB"]
     for pool in view.pools:
         taints = [f"taint {t}" for t in pool.taints] or ["no taints"]
-        lines.append(f"    {node_id('pool', pool.name)}[{label(pool.name, f'{pool.instance_type}: {pool.gpus}', f'{pool.nodes} nodes', *taints)}]")
+        text = label(pool.name, f"{pool.instance_type}: {pool.gpus}", f"{pool.nodes} nodes", *taints)
+        lines.append(f"    {node_id('pool', pool.name)}[{text}]")
     lines.append("  end")
     cohorts: dict[str, list] = {}
     for team in view.teams:

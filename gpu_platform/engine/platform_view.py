@@ -58,7 +58,8 @@ class PlatformView:
                 if quota.borrowing in ("0", ""):
                     continue
                 for other in self.teams:
-                    if other is team or (self.scheduler == "kueue" and (not team.cohort or other.cohort != team.cohort)):
+                    apart = self.scheduler == "kueue" and (not team.cohort or other.cohort != team.cohort)
+                    if other is team or apart:
                         continue
                     for pool in quota.pools:
                         if any(pool in q.pools and q.nominal not in ("0", "") for q in other.quotas):
@@ -73,7 +74,8 @@ def _taint(taint: dict[str, Any]) -> str:
 
 def _pools(plan: Plan) -> tuple[Pool, ...]:
     return tuple(Pool(p["poolName"], p["instanceType"], f"{number(p['gpusPerNode'])} x {p['gpuModel']}",
-                      f"{number(p['minNodes'])}-{number(p['maxNodes'])}", tuple(_taint(t) for t in p.get("taints") or ()))
+                      f"{number(p['minNodes'])}-{number(p['maxNodes'])}",
+                      tuple(_taint(t) for t in p.get("taints") or ()))
                  for p in (r.inputs for r in plan.of_type(POOL_TYPE)))
 
 
@@ -88,7 +90,9 @@ def _kueue_team(plan: Plan, team: str) -> tuple[str, str, tuple[Quota, ...]]:
     name = (local.get("spec") or {}).get("clusterQueue", "")
     queue = next((q for q in _objects(plan, "ClusterQueue") if (q.get("metadata") or {}).get("name") == name), {})
     spec = queue.get("spec") or {}
-    flavor_pool = {(f.get("metadata") or {}).get("name"): ((f.get("spec") or {}).get("nodeLabels") or {}).get(POOL_LABEL)
+    # A flavor selects its pool by the pool label; one without it is shown by its own name.
+    flavor_pool = {(f.get("metadata") or {}).get("name"):
+                   ((f.get("spec") or {}).get("nodeLabels") or {}).get(POOL_LABEL)
                    for f in _objects(plan, "ResourceFlavor")}
     quotas = []
     for group in spec.get("resourceGroups") or ():

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from components.config import NAMESPACE
+from components.config.reader import ReadError, decode
 from gpu_platform.policy.findings import Finding, Location
 
 _EXEMPTION_PATH = re.compile(r"^policy\.exemptions\[(\d+)\]")
@@ -35,8 +36,8 @@ class StackFile:
         self.lines: dict[str, int] = {}
         self.items: dict[str, dict[str, int]] = {}  # list key -> item name -> index
         try:
-            root = yaml.compose(Path(path).read_text())
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            root = yaml.compose(decode(Path(path).read_bytes()))  # decoded as the config reader does (UTF-16 too)
+        except (OSError, ReadError, yaml.YAMLError):
             return
         config = _child(root, "config")
         if not isinstance(config, yaml.MappingNode):

@@ -52,7 +52,8 @@ def render(report: Report, rules: Sequence[Rule], fail_on: str | None) -> str:
                    for p in report.config],
         "notes": [{"rule": n.rule, "kind": n.kind, "reason": n.reason, "urn": n.urn, "failing": n.fails(fail_on)}
                   for n in report.notes],
-        "summary": {"configErrors": len(report.config_errors), "failing": len(failing), "undecided": len(report.undecided(fail_on)),
+        "summary": {"configErrors": len(report.config_errors), "failing": len(failing),
+                    "undecided": len(report.undecided(fail_on)),
                     "findings": len(report.active), "waived": len(report.waived),
                     "exitCode": report.exit_code(fail_on)},
     }
