@@ -39,11 +39,11 @@ def base_plan(tmp_path_factory) -> Path:
 
 def test_quotas_are_per_pool_and_unreachable_capacity_per_pool(tmp_path):
     text = _run(tmp_path, "plan", "aws-prod", "--format", "markdown")
-    quotas = {(r[0], r[3]): (r[5], r[6]) for r in _rows(text, "| team |")}
-    # research's quota is 16 on h100-train and 32 on l4-notebooks, not one sum of 48
-    assert quotas[("research", "h100-train")] == ("16", "8")
-    assert quotas[("research", "l4-notebooks")] == ("32", "8")
-    assert quotas[("serving", "a100-infer")] == ("56", "0")
+    quotas = {(r[0], r[3]): (r[5], r[6], r[7]) for r in _rows(text, "| team |")}
+    # research's quota is 16 on h100-train and 32 on l4-notebooks, not one sum of 48, each in its pool's units
+    assert quotas[("research", "h100-train")] == ("GPUs", "16", "8")
+    assert quotas[("research", "l4-notebooks")] == ("time-slicing replicas", "32", "8")
+    assert quotas[("serving", "a100-infer")] == ("MIG slices", "56", "0")
     pools = {r[0]: r for r in _rows(text, "| pool |")}
     assert pools["h100-train"][3] == "0-4" and pools["h100-train"][-1] == "8 GPUs"
     assert pools["a100-infer"][-1] == "none"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, STACKS
 from gpu_platform.cli import build_parser, main
 
 README = ROOT / "README.md"
@@ -73,7 +73,7 @@ def _mermaid_problems(text: str) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("stack", ["aws-prod", "gcp-dev", "azure-prod"])
+@pytest.mark.parametrize("stack", STACKS)
 def test_the_picture_is_a_well_formed_flowchart_with_pools_teams_queues_and_borrowing(stack, tmp_path):
     text = _printed(tmp_path, "plan", stack, "--format", "mermaid")
     assert _mermaid_problems(text) == []

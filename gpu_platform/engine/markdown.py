@@ -14,7 +14,7 @@ from gpu_platform.engine.summary import pool_rows
 MARKS = {"add": "+", "change": "~", "replace": "+-", "delete": "-"}
 POOL_HEADER = ["pool", "instance type", "GPUs per node", "nodes", "capacity", "sharing", "driver", "fabric",
                "unreachable"]
-QUOTA_HEADER = ["team", "priority", "queue", "pool", "resource", "nominal", "may borrow"]
+QUOTA_HEADER = ["team", "priority", "queue", "pool", "resource", "counts", "nominal", "may borrow"]
 MAX_VALUE = 80  # characters of one input value shown before it is cut
 
 
@@ -33,10 +33,10 @@ def quota_rows(plan: Plan) -> list[list[str]]:
     rows = []
     for team in platform_view(plan).teams:
         if not team.quotas:
-            rows.append([team.name, team.priority, team.queue or "-", "-", "-", "none", "-"])
+            rows.append([team.name, team.priority, team.queue or "-", "-", "-", "-", "none", "-"])
         for quota in team.quotas:
             rows.append([team.name, team.priority, team.queue or "-", ", ".join(quota.pools), quota.resource,
-                         quota.nominal, quota.borrowing])
+                         quota.unit or "-", quota.nominal, quota.borrowing])
     return rows
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from gpu_platform.engine.plan import Plan
-from gpu_platform.engine.platform_view import platform_view
+from gpu_platform.engine.platform_view import Quota, platform_view
 
 
 def node_id(kind: str, name: str) -> str:
@@ -19,8 +19,11 @@ def label(*lines: str) -> str:
     return '"' + "<br/>".join(line.replace('"', "#quot;") for line in lines) + '"'
 
 
-def _quota(nominal: str, resource: str, borrowing: str) -> str:
-    unit = "GPUs" if resource == "nvidia.com/gpu" else resource
+def _quota(quota: Quota) -> str:
+    nominal, borrowing = quota.nominal, quota.borrowing
+    unit = quota.unit or quota.resource
+    if quota.resource != "nvidia.com/gpu":  # a MIG profile resource on a mixed pool: name it
+        unit = f"{quota.resource} ({quota.unit})" if quota.unit else quota.resource
     if borrowing == "0":
         return f"{nominal} {unit}"
     more = " + borrows any" if borrowing == "unlimited" else f" + borrows up to {borrowing}"
@@ -34,6 +37,10 @@ def render_mermaid(plan: Plan) -> str:
         taints = [f"taint {t}" for t in pool.taints] or ["no taints"]
         text = label(pool.name, f"{pool.instance_type}: {pool.gpus}", f"{pool.nodes} nodes", *taints)
         lines.append(f"    {node_id('pool', pool.name)}[{text}]")
+    # A quota on a pool the stack does not build (an adopted cluster's own nodes) still gets a node to point at.
+    planned = {pool.name for pool in view.pools}
+    others = sorted({p for team in view.teams for q in team.quotas for p in q.pools} - planned)
+    lines += [f"    {node_id('pool', name)}[{label(name, 'not built by this stack')}]" for name in others]
     lines.append("  end")
     cohorts: dict[str, list] = {}
     for team in view.teams:
@@ -54,7 +61,7 @@ def render_mermaid(plan: Plan) -> str:
         for quota in team.quotas:
             # A Volcano queue's quota is one amount over all the pools it may use, not that amount on each.
             shared = f" across {len(quota.pools)} pools" if len(quota.pools) > 1 else ""
-            text = label(_quota(quota.nominal, quota.resource, quota.borrowing) + shared)
+            text = label(_quota(quota) + shared)
             lines += [f"  {node_id('queue', team.name)} -- {text} --> {node_id('pool', pool)}" for pool in quota.pools]
     lends: dict[tuple[str, str], list[str]] = {}
     for borrower, lender, pool in view.borrowing():

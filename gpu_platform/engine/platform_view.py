@@ -10,6 +10,7 @@ from typing import Any
 
 from gpu_platform.engine.plan import Plan
 from gpu_platform.engine.summary import POOL_TYPE, TEAM_TYPE, number
+from policies.pool_reach import quota_unit
 
 POOL_LABEL = "gpu-platform.io/pool"
 GPU = "nvidia.com/gpu"
@@ -22,6 +23,7 @@ class Pool:
     gpus: str  # "8 x H100"
     nodes: str  # "0-4"
     taints: tuple[str, ...]  # key=value:Effect
+    unit: str  # what a quota on it counts: GPUs, MIG slices, time-slicing replicas, ...
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class Quota:
     resource: str
     nominal: str
     borrowing: str  # the most it may borrow beyond nominal: a number, or "unlimited"
+    unit: str  # GPUs, MIG slices, ... (the pools'; "" when they differ)
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,8 @@ def _taint(taint: dict[str, Any]) -> str:
 def _pools(plan: Plan) -> tuple[Pool, ...]:
     return tuple(Pool(p["poolName"], p["instanceType"], f"{number(p['gpusPerNode'])} x {p['gpuModel']}",
                       f"{number(p['minNodes'])}-{number(p['maxNodes'])}",
-                      tuple(_taint(t) for t in p.get("taints") or ()))
+                      tuple(_taint(t) for t in p.get("taints") or ()),
+                      quota_unit(str((p.get("sharing") or {}).get("mode") or "none"), p.get("advertised") or {}))
                  for p in (r.inputs for r in plan.of_type(POOL_TYPE)))
 
 
@@ -90,6 +94,7 @@ def _kueue_team(plan: Plan, team: str) -> tuple[str, str, tuple[Quota, ...]]:
     name = (local.get("spec") or {}).get("clusterQueue", "")
     queue = next((q for q in _objects(plan, "ClusterQueue") if (q.get("metadata") or {}).get("name") == name), {})
     spec = queue.get("spec") or {}
+    units = {pool.name: pool.unit for pool in _pools(plan)}
     # A flavor selects its pool by the pool label; one without it is shown by its own name.
     flavor_pool = {(f.get("metadata") or {}).get("name"):
                    ((f.get("spec") or {}).get("nodeLabels") or {}).get(POOL_LABEL)
@@ -99,9 +104,9 @@ def _kueue_team(plan: Plan, team: str) -> tuple[str, str, tuple[Quota, ...]]:
         for flavor in group.get("flavors") or ():
             for entry in flavor.get("resources") or ():
                 limit = entry.get("borrowingLimit")
-                quotas.append(Quota((flavor_pool.get(flavor["name"]) or flavor["name"],), entry["name"],
-                                    number(entry.get("nominalQuota", 0)),
-                                    "unlimited" if limit is None else number(limit)))
+                pool = flavor_pool.get(flavor["name"]) or flavor["name"]
+                quotas.append(Quota((pool,), entry["name"], number(entry.get("nominalQuota", 0)),
+                                    "unlimited" if limit is None else number(limit), units.get(pool, "")))
     return f"ClusterQueue {name}", spec.get("cohortName") or "", tuple(quotas)
 
 
@@ -119,7 +124,9 @@ def _volcano_team(plan: Plan, team: str) -> tuple[str, str, tuple[Quota, ...]]:
     for resource in sorted(set(deserved) | set(capability)):
         nominal = deserved.get(resource, 0)
         cap = capability.get(resource)
-        quotas.append(Quota(pools, resource, number(nominal), "unlimited" if cap is None else number(cap - nominal)))
+        kinds = {pool.unit for pool in _pools(plan) if pool.name in pools}
+        quotas.append(Quota(pools, resource, number(nominal), "unlimited" if cap is None else number(cap - nominal),
+                            kinds.pop() if len(kinds) == 1 else ""))
     return f"Volcano Queue {team}", "", tuple(quotas)
 
 
