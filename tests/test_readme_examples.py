@@ -1,10 +1,12 @@
 """The README and docs show what the commands print today: the Mermaid pictures and the Markdown summary of example
-stacks are compared with the commands' output, and the CI workflow's `gpu-platform` commands are parsed with the
-real command line and run on an example stack."""
+stacks are compared with the commands' output, every stack's picture is parsed by Mermaid's own parser
+(tests/mermaid), and the CI workflow's `gpu-platform` commands are parsed with the real command line and run on an
+example stack."""
 from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -90,6 +92,26 @@ def test_the_checker_refuses_a_broken_picture():
     assert _mermaid_problems('flowchart LR\n  a["x"]\n  a --> b') == ["edge to undeclared b"]
     assert _mermaid_problems('flowchart LR\n  subgraph s["x"]\n  a["say "hi""]') == [
         "not a node, edge or subgraph line: 'a[\"say \"hi\"\"]'", "1 subgraph(s) not closed"]
+
+
+MERMAID = ROOT / "tests" / "mermaid"
+
+
+def test_mermaids_own_parser_accepts_every_picture_and_refuses_a_broken_one(tmp_path):
+    if not (MERMAID / "node_modules" / "mermaid").is_dir():
+        pytest.fail("Mermaid's parser is not installed: `make test` installs it (npm ci --prefix tests/mermaid)")
+    files = []
+    for stack in STACKS:
+        files.append(tmp_path / f"{stack}.mmd")
+        assert main(["plan", stack, "--format", "mermaid", "--out", str(files[-1])]) == 0
+    files.append(tmp_path / "broken.mmd")
+    files[-1].write_text('flowchart LR\n  a[["unclosed"] --> b\n')
+    result = subprocess.run(["node", str(MERMAID / "check.mjs"), *map(str, files)], capture_output=True, text=True,
+                            timeout=120)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 1, result.stderr
+    assert lines[:-1] == [f"ok {f} flowchart-v2" for f in files[:-1]]
+    assert lines[-1].startswith(f"refused {files[-1]}: Parse error")
 
 
 def _workflow() -> dict:
