@@ -4,7 +4,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gpu_platform.cli import UsageError, add_stack_arguments, config_warnings, print_warnings, write_output
+from gpu_platform.cli import (
+    UsageError, add_program_argument, add_stack_arguments, config_warnings, plan_requested, print_warnings, write_output,
+)
 from gpu_platform.policy.findings import FAIL_ON
 from gpu_platform.policy.output import FORMATS
 
@@ -15,6 +17,7 @@ def add_parser(subparsers) -> None:
         description="Plan a stack offline (or read `plan --format json` output) and evaluate the policy pack. "
                     "Exit 0: pass, 1: failing findings, 2: config or usage error.")
     add_stack_arguments(parser)
+    add_program_argument(parser)
     parser.add_argument("--plan", metavar="FILE",
                         help="check a saved plan JSON (`gpu-platform plan --format json`); with the stack it was "
                              "planned from, that stack's exemptions apply and findings point at its lines")
@@ -42,11 +45,18 @@ def run(args) -> int:
     if args.exemptions and (args.stack or args.file):
         raise UsageError("--exemptions is for a plan checked without its stack; a stack's exemptions are its "
                          "`gpu-platform:policy`")
+    if args.plan and args.program:
+        raise UsageError("--plan checks a plan file; do not also name --program")
     plan = _read_plan(args.plan) if args.plan else None  # before the stack: a bad plan file fails fast
     if plan is not None and not (args.stack or args.file):
         policy = read_file(_read_document(args.exemptions), args.exemptions) if args.exemptions else None
         ctx = context.build(None, policy) if policy else context.StackContext()
         report = check(plan, ctx, args.plan)
+    elif args.program:
+        plan = plan_requested(args)
+        # A program of your own has no stack config: the rules read its objects alone, without exemptions.
+        report = check(plan, context.for_config(plan.config) if plan.config else context.StackContext())
+        report.source = args.program
     else:
         name, path = stack_path(args.stack, args.file)
         try:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from gpu_platform.cli import UsageError, add_stack_arguments, config_warnings, print_warnings, write_output
+from gpu_platform.cli import UsageError, add_program_argument, add_stack_arguments, plan_requested, write_output
 from gpu_platform.engine.plan import Plan
 
 # `plan --diff` exit code when the change replaces or deletes a resource, so CI can stop destructive changes.
@@ -14,6 +14,7 @@ FORMATS = ("tree", "json", "markdown", "mermaid")
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("plan", help="plan a stack offline and print its resource graph")
     add_stack_arguments(parser)
+    add_program_argument(parser)
     parser.add_argument("--format", choices=FORMATS, default="tree",
                         help="tree: summary and resources; json: the plan (for --diff, check --plan, simulate); "
                              "markdown: the summary (with --diff, the change) for a pull request or "
@@ -25,26 +26,24 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from gpu_platform.engine import plan_stack
     from gpu_platform.engine.diff import (PlanFileError, diff_json, diff_plans, read_plan_file, render_diff,
                                           same_stack)
 
+    if args.diff and args.format == "mermaid":
+        raise UsageError("--diff compares plans; --format mermaid pictures one (drop --diff)")
     old = None
     if args.diff:
         try:
             old = read_plan_file(args.diff)  # before planning: a bad file fails fast, with nothing planned
         except PlanFileError as exc:
             raise UsageError(f"--diff {exc}") from None
-    plan = plan_stack(args.stack, args.file)
-    print_warnings(config_warnings(plan.config))
+    plan = plan_requested(args)
     if old is not None:
         try:
             same_stack(old, plan, args.diff)
         except PlanFileError as exc:
             raise UsageError(f"--diff {exc}") from None
         diff = diff_plans(old, plan)
-        if args.format == "mermaid":
-            raise UsageError("--diff compares plans; --format mermaid pictures one (drop --diff)")
         if args.format == "json":
             text = json.dumps(diff_json(diff), indent=2, sort_keys=True)
         elif args.format == "markdown":
