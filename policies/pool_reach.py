@@ -73,7 +73,8 @@ def _number(value: Any, where: str) -> int:
         raise Undecidable(f"{where}: {exc}") from None
 
 
-def _unit(mode: str, resources: Mapping[str, int]) -> str:
+def quota_unit(mode: str, resources: Mapping[str, int]) -> str:
+    """What a quota on a pool counts, by its sharing mode and the resources its nodes advertise."""
     if mode == "mig":
         return "MIG slices" if set(resources) == {GPU_RESOURCE} else "GPUs' worth of MIG slices"
     return SHARED_UNITS.get(mode, "GPUs")
@@ -91,7 +92,7 @@ def _pool(props: Mapping) -> _Pool:
     labels = {str(k): {str(v)} for k, v in mapping(get(props, "labels")).items()}
     for key in INSTANCE_TYPE_LABELS:
         labels.setdefault(key, set()).add(str(get(props, "instanceType", "")))
-    return _Pool(name, _unit(str(get(props, "sharing.mode", "none")), per_node), units, capacity, labels)
+    return _Pool(name, quota_unit(str(get(props, "sharing.mode", "none")), per_node), units, capacity, labels)
 
 
 def _selected(flavor: str, node_labels: Mapping, pools: list[_Pool]) -> list[_Pool]:

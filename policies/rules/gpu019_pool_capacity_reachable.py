@@ -58,6 +58,6 @@ RULE = stack_rule(
         "give the pool to another team, or lower `gpuPools[].maxNodes`.",
         "Under Volcano a team's `borrowingLimit` also reaches idle capacity; under Kueue only nominal quota does.",
     ),
-    config_key="teams",
+    config_key="teams.quotas",
     check=check,
 )
