@@ -24,6 +24,10 @@ RESOURCE_FLAVOR = KUEUE_API + "ResourceFlavor"
 WORKLOAD_PRIORITY_CLASS = KUEUE_API + "WorkloadPriorityClass"
 LOCAL_QUEUE = KUEUE_API + "LocalQueue"
 VOLCANO_QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
+KAI_QUEUE = "kubernetes:scheduling.run.ai/v2:Queue"
+# What a KAI stack would need modelled before its numbers meant anything.
+KAI_NOT_MODELLED = ("hierarchical queues with over-quota weights, reclaim between queues by fair share, "
+                    "preemptibility from PriorityClass values, GPU fractions and PodGroup gangs")
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 GPU_NODE_POOL = "gpu-platform:cluster:GpuNodePool"
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -259,6 +263,9 @@ def load_model(plan: Any) -> Model:
         model = _kueue_model(by_type, pools, namespaces, priorities, releases, warnings)
     elif by_type.get(VOLCANO_QUEUE):
         model = _volcano_model(by_type, pools, namespaces, priorities, releases, warnings)
+    elif by_type.get(KAI_QUEUE):
+        raise SimulationError(f"{source}: the plan schedules with KAI Scheduler, which the simulator does not model "
+                              f"({KAI_NOT_MODELLED}); simulate the stack with scheduler.kind: kueue or volcano")
     else:
         raise SimulationError(f"{source}: the plan has no Kueue ClusterQueue and no Volcano Queue to simulate "
                               "(are teams and a scheduler configured?)")
