@@ -15,7 +15,11 @@ from components.scheduling.kinds import KINDS, SCHEDULERS, scheduler_kind
 from components.scheduling.kueue import component as kueue
 from components.scheduling.registry import register
 from components.scheduling.volcano import component as volcano
+from components.pins import PINS
+from gpu_platform.simulator import model as sim_model
+from policies import charts as policy_charts
 from policies import k8s as policy_k8s
+from policies import pool_reach
 from policies.rules import gpu004_priorities_and_preemption as gpu004
 from policies.rules import gpu005_gang_admission as gpu005
 
@@ -88,6 +92,8 @@ def test_copies_outside_the_table_agree_with_it():
     assert KINDS["kueue"].namespace in gpu005.KUEUE_DEFAULT_NAMESPACES["matchExpressions"][0]["values"]
     assert f"kubernetes:{KINDS['kueue'].api}:ClusterQueue" in policy_k8s.CLUSTER_QUEUES
     assert policy_k8s.VOLCANO_QUEUE == f"kubernetes:{KINDS['volcano'].api}:Queue"
+    assert policy_k8s.KAI_QUEUE == pool_reach.KAI_QUEUE == sim_model.KAI_QUEUE == f"kubernetes:{KINDS['kai'].api}:Queue"
+    assert policy_charts.KAI == PINS["kai-scheduler"].chart == KINDS["kai"].chart.rsplit("/", 1)[-1]
 
 
 def _name_checks(tree: ast.AST) -> list[int]:
