@@ -54,7 +54,7 @@ def test_the_components_install_what_their_row_says():
 @pytest.mark.parametrize("name", SCHEDULERS)
 def test_every_row_is_wired(name):
     row = KINDS[name]
-    assert callable(row.installer)
+    assert callable(row.parts().install)
     assert row.namespace in RESERVED_NAMESPACES  # no team may take the scheduler's namespace
     monitor = monitoring.scheduler_monitor_spec(name)
     assert monitor is None or monitor["namespaceSelector"] == {"matchNames": [row.namespace]}

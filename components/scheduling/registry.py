@@ -5,8 +5,8 @@ config validation, tenancy, observability, the reclaimer and the layer ask the r
 Each package (`components/scheduling/<kind>/`) registers its row from its `facts.py` when
 `components/scheduling/kinds.py` imports it: adding a scheduler is one package plus one import line there.
 
-Free of Pulumi on purpose: config validation imports only facts, so a row names its installer and its monitoring
-as functions of its own package that import the Pulumi side only when called.
+Free of Pulumi on purpose: config validation imports only facts, so a row reaches its installer and its monitoring
+through a function of its own package that imports them only when called.
 
 Two copies stay outside on purpose: the policy pack (`policies/`) is standalone and never imports `components/`,
 and the reclaimer script (`observability/reclaimer/job.py`) runs from a ConfigMap with the standard library only
@@ -34,6 +34,14 @@ class SchedulerMonitoring(Protocol):
 
 
 @dataclass(frozen=True)
+class SchedulerParts:
+    """The Pulumi side of a scheduler package, which its row loads only when a stack installs or watches it."""
+
+    install: Callable[[Context, dict[str, Any]], Any]  # `install(ctx, teams) -> release`
+    monitoring: SchedulerMonitoring
+
+
+@dataclass(frozen=True)
 class SchedulerKind:
     """One batch scheduler: its release, its queue objects, and what the rest of the platform must know of it."""
 
@@ -46,8 +54,7 @@ class SchedulerKind:
     api: str  # apiVersion of its queue objects
     queue_kinds: tuple[str, ...]  # the kinds of the queue objects it creates per team
     local_queue: str | None  # a team's queue inside its namespace, None: the cluster queue named after the team
-    installer: Callable[[Context, dict[str, Any]], Any]  # `install(ctx, teams) -> release`, imported on call
-    monitoring: Callable[[], SchedulerMonitoring]  # its rules, alert, panels and scrape target, imported on call
+    parts: Callable[[], SchedulerParts]  # its installer and monitoring, imported from its own package on call
     workloads: bool  # admits Workload objects and exports per-ClusterQueue workload and quota metrics
     topology: bool  # supports topology-aware placement (gpuPools[].topology)
     frameworks: bool  # job frameworks (scheduler.frameworks) are enabled as its integrations
@@ -72,7 +79,11 @@ class SchedulerKind:
 
     def install(self, ctx: Context, teams: dict[str, Any]) -> Any:
         """Create the scheduler component; returns its Helm release for later layers to depend on."""
-        return self.installer(ctx, teams)
+        return self.parts().install(ctx, teams)
+
+    def monitoring(self) -> SchedulerMonitoring:
+        """Its scrape target, recording rules, pending-work alert and dashboard panels."""
+        return self.parts().monitoring
 
 
 KINDS: dict[str, SchedulerKind] = {}

@@ -1,13 +1,8 @@
 """KAI Scheduler's row in the scheduler registry: free of Pulumi, so config validation can read it."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from components.pins import PINS
-from components.scheduling.registry import SchedulerKind, SchedulerMonitoring, register
-
-if TYPE_CHECKING:
-    from components.context import Context
+from components.scheduling.registry import SchedulerKind, SchedulerParts, register
 
 # The department queue every team queue hangs under (KAI accepts workloads in leaf queues only), and the two queues
 # the chart creates on install unless told not to: a team must not take any of their names.
@@ -15,21 +10,16 @@ DEPARTMENT = "gpu-platform"
 CHART_QUEUES = ("default-parent-queue", "default-queue")
 
 
-def _install(ctx: Context, teams: dict[str, Any]) -> Any:
-    from components.scheduling.kai.component import install  # Pulumi: loaded only when a stack installs KAI
-    return install(ctx, teams)
-
-
-def _monitoring() -> SchedulerMonitoring:
-    from components.scheduling.kai import monitoring
-    return monitoring  # type: ignore[return-value]
+def _parts() -> SchedulerParts:
+    from components.scheduling.kai import component, monitoring  # Pulumi: loaded only when a stack uses it
+    return SchedulerParts(component.install, monitoring)  # type: ignore[arg-type]
 
 
 KIND = register(SchedulerKind(
     name="kai", title="KAI Scheduler", namespace="kai-scheduler",
     chart="oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", version=PINS["kai-scheduler"].version,
     repository=None, api="scheduling.run.ai/v2", queue_kinds=("Queue",),
-    local_queue=None, installer=_install, monitoring=_monitoring,
+    local_queue=None, parts=_parts,
     workloads=False, topology=True, frameworks=False,
     # KAI reads a workload's queue from a label on it or its top owner, never from its namespace.
     namespace_queue_annotation=None,

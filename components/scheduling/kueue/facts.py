@@ -1,23 +1,13 @@
 """Kueue's row in the scheduler registry: free of Pulumi, so config validation can read it."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from components.pins import PINS
-from components.scheduling.registry import SchedulerKind, SchedulerMonitoring, register
-
-if TYPE_CHECKING:
-    from components.context import Context
+from components.scheduling.registry import SchedulerKind, SchedulerParts, register
 
 
-def _install(ctx: Context, teams: dict[str, Any]) -> Any:
-    from components.scheduling.kueue.component import install  # Pulumi: loaded only when a stack installs Kueue
-    return install(ctx, teams)
-
-
-def _monitoring() -> SchedulerMonitoring:
-    from components.scheduling.kueue import monitoring
-    return monitoring  # type: ignore[return-value]
+def _parts() -> SchedulerParts:
+    from components.scheduling.kueue import component, monitoring  # Pulumi: loaded only when a stack uses it
+    return SchedulerParts(component.install, monitoring)  # type: ignore[arg-type]
 
 
 KIND = register(SchedulerKind(
@@ -25,7 +15,7 @@ KIND = register(SchedulerKind(
     chart="oci://registry.k8s.io/kueue/charts/kueue", version=PINS["kueue"].version, repository=None,
     api="kueue.x-k8s.io/v1beta2", queue_kinds=("ClusterQueue", "LocalQueue"),
     # Kueue's LocalQueue defaulting sends unlabeled jobs of a namespace to its `default` queue.
-    local_queue="default", installer=_install, monitoring=_monitoring,
+    local_queue="default", parts=_parts,
     workloads=True, topology=True, frameworks=True, namespace_queue_annotation=None, reserved_queue_names=(),
     max_flavor_tolerations=8,  # ResourceFlavor.spec.tolerations maxItems in the v1beta2 CRD
     # A cohort lends only its members' unused nominal quota (the simulator's QuotaBook.available).

@@ -1,30 +1,20 @@
 """Volcano's row in the scheduler registry: free of Pulumi, so config validation can read it."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from components.pins import PINS
-from components.scheduling.registry import SchedulerKind, SchedulerMonitoring, register
-
-if TYPE_CHECKING:
-    from components.context import Context
+from components.scheduling.registry import SchedulerKind, SchedulerParts, register
 
 
-def _install(ctx: Context, teams: dict[str, Any]) -> Any:
-    from components.scheduling.volcano.component import install  # Pulumi: loaded only when a stack installs it
-    return install(ctx, teams)
-
-
-def _monitoring() -> SchedulerMonitoring:
-    from components.scheduling.volcano import monitoring
-    return monitoring  # type: ignore[return-value]
+def _parts() -> SchedulerParts:
+    from components.scheduling.volcano import component, monitoring  # Pulumi: loaded only when a stack uses it
+    return SchedulerParts(component.install, monitoring)  # type: ignore[arg-type]
 
 
 KIND = register(SchedulerKind(
     name="volcano", title="Volcano", namespace="volcano-system",
     chart="volcano", version=PINS["volcano"].version, repository="https://volcano-sh.github.io/helm-charts",
     api="scheduling.volcano.sh/v1beta1", queue_kinds=("Queue",),
-    local_queue=None, installer=_install, monitoring=_monitoring,
+    local_queue=None, parts=_parts,
     workloads=False, topology=False, frameworks=False,
     namespace_queue_annotation="scheduling.volcano.sh/queue-name",
     reserved_queue_names=("root",),  # Volcano's own root queue
