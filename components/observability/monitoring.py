@@ -6,6 +6,7 @@ import pulumi
 from pulumi_kubernetes.apiextensions import CustomResource
 
 from components.args import fill_defaults
+from components.args_checks import check_args
 from components.config.model import PlatformConfig
 from components.observability.dashboard import dashboard_config_map, dashboard_json
 from components.observability.prometheus import selector_labels
@@ -22,6 +23,11 @@ def scheduler_monitor_spec(kind: str) -> dict[str, Any] | None:
     row = scheduler_kind(kind)
     scrape = row.monitoring().SCRAPE
     return {"namespaceSelector": {"matchNames": [row.namespace]}, **scrape} if scrape is not None else None
+
+
+def scraped_schedulers() -> tuple[str, ...]:
+    """The scheduler kinds GpuMonitoring can scrape."""
+    return tuple(_SCRAPE)
 
 
 @dataclass
@@ -57,7 +63,11 @@ class GpuMonitoring(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:observability:GpuMonitoring"
 
+    namespace_name: pulumi.Output[str]
+    """The namespace the rules, monitor and dashboard were created in."""
+
     def __init__(self, name: str, args: GpuMonitoringArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        check_args(args)  # every problem at once, before any child exists
         recording, alerts, namespace = args.recording_groups, args.alert_groups, args.namespace
         super().__init__(self.TYPE, name, {
             "namespace": namespace, "recordingGroups": [g["name"] for g in recording],
@@ -76,4 +86,5 @@ class GpuMonitoring(pulumi.ComponentResource):
         if monitor is not None:
             custom(f"{kind}-monitor", "ServiceMonitor", f"gpu-platform-{kind}", monitor)
         dashboard_config_map(f"{name}-dashboard", args.dashboard, namespace, child)
+        self.namespace_name = pulumi.Output.from_input(namespace)
         self.register_outputs({"namespace": namespace})
