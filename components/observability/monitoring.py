@@ -11,7 +11,7 @@ from components.config.model import PlatformConfig
 from components.observability.dashboard import dashboard_config_map, dashboard_json
 from components.observability.prometheus import selector_labels
 from components.observability.rules import alert_groups, recording_groups
-from components.scheduling.kinds import scheduler_kind
+from components.scheduling.kinds import SCHEDULERS, scheduler_kind
 
 API = "monitoring.coreos.com/v1"
 PART_OF = {"app.kubernetes.io/part-of": "gpu-platform"}
@@ -26,8 +26,9 @@ def scheduler_monitor_spec(kind: str) -> dict[str, Any] | None:
 
 
 def scraped_schedulers() -> tuple[str, ...]:
-    """The scheduler kinds GpuMonitoring can scrape."""
-    return tuple(_SCRAPE)
+    """The scheduler kinds GpuMonitoring can watch: every registered one (one without a scrape target gets no
+    ServiceMonitor)."""
+    return SCHEDULERS
 
 
 @dataclass
