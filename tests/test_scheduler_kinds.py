@@ -16,7 +16,7 @@ from components.scheduling.kueue import component as kueue
 from components.scheduling.registry import register
 from components.scheduling.volcano import component as volcano
 from components.pins import PINS
-from gpu_platform.simulator import model as sim_model
+from gpu_platform.simulator import scheduler as simulated
 from policies import charts as policy_charts
 from policies import k8s as policy_k8s
 from policies import pool_reach
@@ -75,6 +75,10 @@ def test_rows_load_no_pulumi():
     assert out == "[]"
 
 
+def test_the_simulator_models_exactly_the_rows_that_do_not_say_otherwise():
+    assert set(simulated._REGISTRY) == {name for name, row in KINDS.items() if row.not_simulated is None}
+
+
 def test_queue_names_as_jobs_use_them():
     assert KINDS["kueue"].queue_of("research") == "research/default"
     assert KINDS["volcano"].queue_of("research") == "research"
@@ -92,7 +96,7 @@ def test_copies_outside_the_table_agree_with_it():
     assert KINDS["kueue"].namespace in gpu005.KUEUE_DEFAULT_NAMESPACES["matchExpressions"][0]["values"]
     assert f"kubernetes:{KINDS['kueue'].api}:ClusterQueue" in policy_k8s.CLUSTER_QUEUES
     assert policy_k8s.VOLCANO_QUEUE == f"kubernetes:{KINDS['volcano'].api}:Queue"
-    assert policy_k8s.KAI_QUEUE == pool_reach.KAI_QUEUE == sim_model.KAI_QUEUE == f"kubernetes:{KINDS['kai'].api}:Queue"
+    assert policy_k8s.KAI_QUEUE == pool_reach.KAI_QUEUE == f"kubernetes:{KINDS['kai'].api}:Queue"
     assert policy_charts.KAI == PINS["kai-scheduler"].chart == KINDS["kai"].chart.rsplit("/", 1)[-1]
 
 

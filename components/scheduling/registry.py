@@ -72,6 +72,9 @@ class SchedulerKind:
     # pod names its queue with.
     admission_gate: str | None = None
     queue_label: str | None = None
+    # What the simulator would need to model before its numbers meant anything for this scheduler; None: modelled
+    # (gpu_platform/simulator has its model).
+    not_simulated: str | None = None
 
     def queue_of(self, team: str) -> str:
         """A team's queue as its jobs name it (the team's namespace has the team's name)."""

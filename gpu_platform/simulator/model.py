@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from components.scheduling.kinds import KINDS, SchedulerKind
 from gpu_platform.engine.plan_file import PlanFileError, check_plan_json, read_plan_json
 from gpu_platform.simulator.errors import SimulationError
 from policies.quantity import QuantityError, parse as parse_quantity
@@ -24,10 +25,6 @@ RESOURCE_FLAVOR = KUEUE_API + "ResourceFlavor"
 WORKLOAD_PRIORITY_CLASS = KUEUE_API + "WorkloadPriorityClass"
 LOCAL_QUEUE = KUEUE_API + "LocalQueue"
 VOLCANO_QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
-KAI_QUEUE = "kubernetes:scheduling.run.ai/v2:Queue"
-# What a KAI stack would need modelled before its numbers meant anything.
-KAI_NOT_MODELLED = ("hierarchical queues with over-quota weights, reclaim between queues by fair share, "
-                    "preemptibility from PriorityClass values, GPU fractions and PodGroup gangs")
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 GPU_NODE_POOL = "gpu-platform:cluster:GpuNodePool"
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -244,6 +241,14 @@ class Model:
 
 # ---- reading a plan ---------------------------------------------------------------------------------------------
 
+def _unmodelled_scheduler(by_type: dict[str, list[dict[str, Any]]]) -> SchedulerKind | None:
+    """A registered scheduler whose queue objects the plan holds and whose row says the simulator does not model it."""
+    for row in KINDS.values():
+        if row.not_simulated and by_type.get(f"kubernetes:{row.api}:{row.queue_kinds[0]}"):
+            return row
+    return None
+
+
 def load_model(plan: Any) -> Model:
     """The model of a Plan, a plan JSON dict, or a plan JSON file path."""
     data, source = _plan_json(plan)
@@ -263,9 +268,9 @@ def load_model(plan: Any) -> Model:
         model = _kueue_model(by_type, pools, namespaces, priorities, releases, warnings)
     elif by_type.get(VOLCANO_QUEUE):
         model = _volcano_model(by_type, pools, namespaces, priorities, releases, warnings)
-    elif by_type.get(KAI_QUEUE):
-        raise SimulationError(f"{source}: the plan schedules with KAI Scheduler, which the simulator does not model "
-                              f"({KAI_NOT_MODELLED}); simulate the stack with scheduler.kind: kueue or volcano")
+    elif unmodelled := _unmodelled_scheduler(by_type):
+        raise SimulationError(f"{source}: the plan schedules with {unmodelled.title}, which the simulator does not "
+                              f"model ({unmodelled.not_simulated}); simulate the stack with another scheduler.kind")
     else:
         raise SimulationError(f"{source}: the plan has no Kueue ClusterQueue and no Volcano Queue to simulate "
                               "(are teams and a scheduler configured?)")

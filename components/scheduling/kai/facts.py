@@ -31,4 +31,6 @@ KIND = register(SchedulerKind(
     # The reclaimer acts through Kueue Workloads or Volcano Jobs; KAI has neither.
     reclaim_rules=None,
     queue_label="kai.scheduler/queue",
+    not_simulated=("hierarchical queues with over-quota weights, reclaim between queues by fair share, "
+                   "preemptibility from PriorityClass values, GPU fractions and PodGroup gangs"),
 ))
