@@ -49,6 +49,7 @@ class Team:
 @dataclass(frozen=True)
 class PlatformView:
     scheduler: str  # kueue | volcano | ""
+    cohorts: bool  # borrowing stays inside a team's cohort (Kueue); otherwise any queue on the pool lends
     pools: tuple[Pool, ...]
     teams: tuple[Team, ...]
 
@@ -61,7 +62,7 @@ class PlatformView:
                 if quota.borrowing in ("0", ""):
                     continue
                 for other in self.teams:
-                    apart = self.scheduler == "kueue" and (not team.cohort or other.cohort != team.cohort)
+                    apart = self.cohorts and (not team.cohort or other.cohort != team.cohort)
                     if other is team or apart:
                         continue
                     for pool in quota.pools:
@@ -130,13 +131,17 @@ def _volcano_team(plan: Plan, team: str) -> tuple[str, str, tuple[Quota, ...]]:
     return f"Volcano Queue {team}", "", tuple(quotas)
 
 
+# scheduler -> (its team queue reader, whether its borrowing stays inside a cohort)
+_READERS = {"kueue": (_kueue_team, True), "volcano": (_volcano_team, False)}
+
+
 def platform_view(plan: Plan) -> PlatformView:
     kinds = {r.type.rsplit(":", 1)[-1] for r in plan.resources if r.custom}
     scheduler = "kueue" if "ClusterQueue" in kinds else "volcano" if "Queue" in kinds else ""
-    read = {"kueue": _kueue_team, "volcano": _volcano_team}.get(scheduler)
+    read, cohorts = _READERS.get(scheduler, (None, False))
     teams = []
     for team in plan.of_type(TEAM_TYPE):
         name = team.inputs["team"]
         queue, cohort, quotas = read(plan, name) if read else ("", "", ())
         teams.append(Team(name, str(team.inputs.get("priority", "")), queue, cohort, quotas))
-    return PlatformView(scheduler, _pools(plan), tuple(teams))
+    return PlatformView(scheduler, cohorts, _pools(plan), tuple(teams))

@@ -8,7 +8,7 @@ from policies.pool_reach import pool_reach, scheduler
 from policies.props import Undecidable
 from policies.rule import Pending, Report, stack_rule
 
-QUEUES = {"kueue": "the Kueue ClusterQueues", "volcano": "the Volcano Queues"}
+QUEUES = {"kueue": "the Kueue ClusterQueues", "volcano": "the Volcano Queues", "kai": "the KAI Queues"}
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
@@ -18,7 +18,7 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     resources = [(r.resource_type, r.props) for r in graph.resources]
     kind = scheduler(resources)
     if kind is None:
-        args.not_applicable("no Kueue ClusterQueue or Volcano Queue")
+        args.not_applicable("no Kueue ClusterQueue, Volcano Queue or KAI Queue")
     pending = Pending()
     reach = {}
     with pending.each():
