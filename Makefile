@@ -28,7 +28,14 @@ plan: $(VENV)/.installed
 realparts:
 	tests/realparts/build
 
-test: $(VENV)/.installed realparts
+# Mermaid's own parser (and jsdom, the DOM it needs) for the test that parses `plan --format mermaid` pictures.
+MERMAID := tests/mermaid/node_modules/.package-lock.json
+$(MERMAID): tests/mermaid/package-lock.json
+	@command -v npm >/dev/null || { echo "make test needs Node.js and npm for tests/mermaid" >&2; exit 1; }
+	npm ci --prefix tests/mermaid --no-audit --no-fund
+	touch $@
+
+test: $(VENV)/.installed realparts $(MERMAID)
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.installed

@@ -50,14 +50,19 @@ class UsageError(Exception):
     """A command-line mistake: printed as is, exit 2."""
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: every subcommand with its flags (also what tests check documented commands with)."""
     parser = argparse.ArgumentParser(prog="gpu-platform", description=__doc__.split(":")[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    by_name = {command.name: command for command in commands()}
-    for command in by_name.values():
+    for command in commands():
         command.add_parser(subparsers)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    by_name = {command.name: command for command in commands()}
+    args = build_parser().parse_args(argv)
     try:
         return by_name[args.command].run(args)
     except ConfigError as exc:

@@ -11,7 +11,7 @@ from components.clouds import profile
 from components.config.model import GpuPool, PlatformConfig, Team, looser_pod_security, pod_security_admits
 from components.gpu.gpudirect import workload_pod
 from components.scheduling.kinds import scheduler_kind
-from components.scheduling.kueue import LOCAL_QUEUE
+from components.scheduling.kueue.component import LOCAL_QUEUE
 from components.scheduling.topology import pool_levels
 
 # AWS's EFA test image (aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests): CUDA, the EFA installer,

@@ -42,7 +42,10 @@ def blocks() -> list[tuple[str, list[list[str]]]]:
                     i += 1
                     text = text[:-1] + " " + lines[i].strip()
                 if text.startswith("gpu-platform ") and not PLACEHOLDER.search(text):
-                    commands.append(shlex.split(text, comments=True)[1:])
+                    argv = shlex.split(text, comments=True)[1:]
+                    # A redirection (`>> "$GITHUB_STEP_SUMMARY"`) is the shell's, not the command's.
+                    redirect = [k for k, arg in enumerate(argv) if arg in (">", ">>")]
+                    commands.append(argv[:redirect[0]] if redirect else argv)
             i += 1
     return found
 

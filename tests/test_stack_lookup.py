@@ -69,7 +69,7 @@ def test_a_missing_stack_lists_the_stacks_found(user_project, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["validate", "x", "--stacks-dir", "no/such/dir"], "stacks-dir: no/such/dir is not a directory"),
     (["validate", "--stacks-dir", "mystacks", "--file", "mystacks/Pulumi.team-a.yaml"], "--file gives a path"),
-    (["check", "--stacks-dir", "mystacks", "--plan", "plan.json"], "do not also name a stack, --stacks-dir"),
+    (["check", "--stacks-dir", "mystacks", "--plan", "plan.json"], "--stacks-dir finds the stack named beside --plan"),
     (["plan", "--stacks-dir", "mystacks", "--program", "."], "do not also pass --file or --stacks-dir"),
 ])
 def test_stacks_dir_misuse_is_a_usage_error(user_project, argv, message, capsys):

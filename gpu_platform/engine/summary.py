@@ -46,7 +46,8 @@ def layer_counts(plan: Plan) -> dict[str, tuple[int, int]]:
     return {layer: (c, r) for layer, (c, r) in counts.items()}
 
 
-def _num(value: Any) -> str:
+def number(value: Any) -> str:
+    """A planned number as people write it: 8, not 8.0."""
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
@@ -55,7 +56,7 @@ def _sharing(sharing: dict[str, Any]) -> str:
     if mode == "mig":
         return f"mig {sharing.get('migConfig')}"
     if sharing.get("replicas"):
-        return f"{mode} x{_num(sharing['replicas'])}"
+        return f"{mode} x{number(sharing['replicas'])}"
     return mode
 
 
@@ -64,8 +65,8 @@ def pool_rows(plan: Plan) -> list[list[str]]:
     rows = []
     for pool in plan.of_type(POOL_TYPE):
         p = pool.inputs
-        rows.append([p["poolName"], p["instanceType"], f"{_num(p['gpusPerNode'])} x {p['gpuModel']}",
-                     f"{_num(p['minNodes'])}-{_num(p['maxNodes'])}", p["capacityType"], _sharing(p["sharing"]),
+        rows.append([p["poolName"], p["instanceType"], f"{number(p['gpusPerNode'])} x {p['gpuModel']}",
+                     f"{number(p['minNodes'])}-{number(p['maxNodes'])}", p["capacityType"], _sharing(p["sharing"]),
                      DRIVER_OWNERS.get(p["driver"], p["driver"]), _fabric(p), _unreachable(reach, p["poolName"])])
     return rows
 
