@@ -246,6 +246,8 @@ class CloudProfile:
     operator_note: str = ""
     # cluster.authorizedNetworks limits only a public endpoint (a private cluster refuses them or ignores them).
     authorized_networks_public_only: bool = False
+    # cluster.authorizedNetworks may list IPv6 CIDRs: the cloud's allow-list takes them for the clusters we create.
+    authorized_networks_ipv6: bool = False
     # The logical name of the cluster resource is `<cluster.name>-<this>` (components/clouds/<cloud>.py): what a
     # policy exemption names to waive a finding on the cluster, which config validation honours too.
     cluster_resource_suffix: str = "cluster"
@@ -741,6 +743,8 @@ PROFILES: dict[str, CloudProfile] = {
         image_ships_toolkit=True,
         # publicAccessCidrs govern the public endpoint only; the private one follows the cluster security group.
         authorized_networks_public_only=True,
+        # No IPv6 in publicAccessCidrs: EKS takes IPv6 CIDRs only on IPv6-family clusters, and ours are IPv4.
+        authorized_networks_ipv6=False,
         # EKS knows IAM principals, not Kubernetes groups: an access entry per principal names the groups it joins.
         team_principals=ExtraKey(list, "IAM role or user ARNs whose sessions join the team's groups (EKS access "
                                        "entries)", check=_iam_principals),
@@ -824,6 +828,8 @@ PROFILES: dict[str, CloudProfile] = {
         image_ships_toolkit=True,
         # AKS refuses authorized IP ranges on a private cluster.
         authorized_networks_public_only=True,
+        # No IPv6 in authorizedIPRanges: our IPv4 clusters' API server has only an IPv4 address to allow.
+        authorized_networks_ipv6=False,
         # AKS GPU nodes define only this containerd handler; with the default `nvidia` no operand pod starts.
         operator_runtime_class="nvidia-container-runtime",
         region_pattern=r"[a-z]+[a-z0-9]*",
@@ -854,6 +860,8 @@ PROFILES: dict[str, CloudProfile] = {
     "gcp": CloudProfile(
         name="gcp",
         service="GKE",
+        # masterAuthorizedNetworksConfig cidrBlocks take IPv6 CIDRs as well as IPv4 ones.
+        authorized_networks_ipv6=True,
         cluster_resource_suffix="gke",
         taint_effects=_API_EFFECTS,
         driver_owners=("managed", "operator"),
@@ -938,6 +946,8 @@ PROFILES: dict[str, CloudProfile] = {
     "oci": CloudProfile(
         name="oci",
         service="OKE",
+        # No IPv6 in the endpoint NSG's rules: an IPv6 source needs an IPv6-enabled VCN, and ours has IPv4 blocks only.
+        authorized_networks_ipv6=False,
         taint_effects=_K8S_EFFECTS,
         driver_owners=("managed", "operator"),
         default_driver="managed",
