@@ -446,6 +446,8 @@ def problems(raw):
     ({"subnetIds": ["subnet-1", "sn-2"]}, "cluster.aws.subnetIds", "must list subnet ids"),
     ({"vpcCidr": "10.0.0.0/8"}, "cluster.aws.vpcCidr", "/16 to /22"),
     ({"vpcCidr": "10.0.0.1/16"}, "cluster.aws.vpcCidr", "is not an IPv4 network"),
+    ({"vpcCidr": "8.8.0.0/16"}, "cluster.aws.vpcCidr", "8.8.0.0/16 is not private address space: team pods'"),
+    ({"vpcCidr": "172.32.0.0/16"}, "cluster.aws.vpcCidr", "is not private address space"),  # just past 172.16/12
     ({"capacityBlocks": {"h100-train": {"reservationId": "r-1", "availabilityZone": "us-east-1a"}}},
      "cluster.aws.capacityBlocks",
      "h100-train: must be {reservationId: cr-..., availabilityZone: <zone>}"),

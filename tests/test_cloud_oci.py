@@ -248,6 +248,7 @@ def test_pool_pods_use_flannel_like_the_cluster(prod):
     ("podSubnetId", "ocid1.subnet.oc1.iad.pods", "flannel overlay"),
     ("vcnCidr", "10.244.0.0/16", "overlaps 10.244.0.0/16"),
     ("vcnCidr", "10.96.0.0/16", "overlaps 10.96.0.0/16"),
+    ("vcnCidr", "129.146.0.0/16", "129.146.0.0/16 is not private address space"),
 ])
 def test_network_keys_that_clash_with_flannel_are_refused_at_their_path(key, value, expected):
     extras = {**PROD_EXTRAS, key: value}

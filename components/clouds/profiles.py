@@ -319,10 +319,26 @@ def _ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
         return None
 
 
+# Where a created VPC, VNet or VCN may live: RFC 1918 and CGNAT, exactly what a team's internet-egress
+# NetworkPolicy excepts (components/tenancy/isolation.py). In public space its nodes, kubelets and load balancers
+# would count as "internet" to every team pod, and the real owners of those addresses would become unreachable.
+PRIVATE_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+                                                            "100.64.0.0/10"))
+
+
+def _public_space(net: ipaddress.IPv4Network) -> str | None:
+    if any(net.subnet_of(private) for private in PRIVATE_NETWORKS):
+        return None
+    return (f"{net} is not private address space: team pods' internet egress would reach the cluster's nodes there; "
+            f"use a range inside {', '.join(map(str, PRIVATE_NETWORKS))}")
+
+
 def _vpc_cidr(value: str) -> str | None:
     net = _ipv4_network(value)
     if net is None:
         return f"{value!r} is not an IPv4 network like 10.0.0.0/16 (host bits zero)"
+    if public := _public_space(net):
+        return public
     # AWS allows /16 at most; /22 still leaves a /24 of node and pod addresses per AZ (the VPC CNI gives pods VPC IPs).
     if not 16 <= net.prefixlen <= 22:
         return f"must be a /16 to /22 network; got /{net.prefixlen}"
@@ -390,6 +406,8 @@ def _vcn_cidr(value: str) -> str | None:
     net = _ipv4_network(value)
     if net is None:
         return f"{value!r} is not an IPv4 network like 10.0.0.0/16 (host bits zero)"
+    if public := _public_space(net):
+        return public
     # OCI allows /16 to /30; OkeNetwork carves endpoint, load balancer and node subnets out of a /16.
     if net.prefixlen != 16:
         return f"must be a /16 (OkeNetwork splits it into three subnets); got /{net.prefixlen}"
@@ -412,6 +430,8 @@ def _aks_vnet_cidr(value: str) -> str | None:
     net = _ipv4_network(value)
     if net is None:
         return f"{value!r} is not an IPv4 network like 10.224.0.0/16 (host bits zero)"
+    if public := _public_space(net):
+        return public
     for what, other in (("pod", AKS_POD_CIDR), ("service", AKS_SERVICE_CIDR)):
         if net.overlaps(ipaddress.IPv4Network(other)):
             return f"{value} overlaps the AKS overlay {what} range {other}; pick another range"
