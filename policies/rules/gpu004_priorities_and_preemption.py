@@ -43,7 +43,7 @@ def _volcano_actions(graph: Graph) -> set[str] | None:
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     if not graph.pools():
-        args.not_applicable("no GPU pools")
+        graph.outside_plan(args, "no GPU pools", "GPU pools")
     _priority_classes(graph, report)
     pending = Pending()
     for queue in graph.of_type(*k8s.CLUSTER_QUEUES):
