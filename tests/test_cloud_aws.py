@@ -130,9 +130,9 @@ def test_every_gpu_node_group_is_tainted_no_schedule(prod, dev, existing):
             assert (SPOT_TAINT in group.inputs["taints"]) == spot, name
 
 
-def test_system_node_group_is_untainted_on_demand(prod):
+def test_system_node_group_is_tainted_for_platform_pods_on_demand(prod):
     system = one(prod, NODE_GROUP, "ml-prod-system")
-    assert "taints" not in system.inputs
+    assert system.inputs["taints"] == [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}]
     assert system.inputs["amiType"] == "AL2023_x86_64_STANDARD"
     assert system.inputs["instanceTypes"] == ["m6i.2xlarge"]
     assert system.inputs["scalingConfig"] == {"minSize": 2, "maxSize": 4, "desiredSize": 2}

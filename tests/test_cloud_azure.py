@@ -164,7 +164,7 @@ def test_system_pool_and_gpu_safe_autoscaler(prod):
     (system,) = inputs["agentPoolProfiles"]
     assert system["mode"] == "System" and system["name"] == "system"
     assert (system["vmSize"], system["minCount"], system["maxCount"]) == ("Standard_D8s_v5", 2, 4)
-    assert system["enableAutoScaling"] is True and "nodeTaints" not in system
+    assert system["enableAutoScaling"] is True and system["nodeTaints"] == ["CriticalAddonsOnly=true:NoSchedule"]
     scaler = inputs["autoScalerProfile"]
     assert scaler["scaleDownDelayAfterAdd"] == "15m" and scaler["scaleDownUnneededTime"] == "15m"
     assert scaler["skipNodesWithLocalStorage"] == "false" and scaler["expander"] == "priority"

@@ -1,5 +1,6 @@
-"""GPU020 (team namespaces cap CPU, memory and pods): compliant fixtures, then one changed field per failing case;
-quotas are read by meaning (`cpu` is `requests.cpu`, any quantity suffix) and fail closed where unreadable."""
+"""GPU020 (team namespaces cap CPU, memory and pods; the system pool is tainted): compliant fixtures, then one changed
+field per failing case; quotas are read by meaning (`cpu` is `requests.cpu`, any quantity suffix), taints in each
+cloud's spelling, and both fail closed where unreadable."""
 from __future__ import annotations
 
 import pytest
@@ -42,6 +43,18 @@ def volcano_team_without_cpu_cap(plan):
     del hard(plan, "alpha")["requests.cpu"]
 
 
+def untainted_eks_system_pool(plan):
+    del inputs(plan, "aws:eks/nodeGroup:NodeGroup", "ml-prod-system")["taints"]
+
+
+def eks_system_pool_prefer_no_schedule(plan):
+    inputs(plan, "aws:eks/nodeGroup:NodeGroup", "ml-prod-system")["taints"][0]["effect"] = "PREFER_NO_SCHEDULE"
+
+
+def untainted_gke_system_pool(plan):
+    inputs(plan, "gcp:container/nodePool:NodePool", "ml-dev-gke-system")["nodeConfig"]["taints"] = []
+
+
 FAILING = [
     ("aws-prod", no_compute_quota, "'research' has no readable CPU, memory and pod caps (no cap on cpu, memory, pods)"),
     ("aws-prod", no_pod_cap, "(no cap on pods)"),
@@ -50,6 +63,10 @@ FAILING = [
     ("aws-prod", hard_not_a_map, "research/compute-quota spec.hard is not a map"),
     ("aws-prod", scoped_compute_quota, "(no cap on cpu, memory, pods)"),
     ("gcp-dev", volcano_team_without_cpu_cap, "'alpha' has no readable CPU, memory and pod caps (no cap on cpu)"),
+    ("aws-prod", untainted_eks_system_pool, "system pool 'ml-prod-system' is open to team pods (taints has no "
+                                            "NoSchedule taint)"),
+    ("aws-prod", eks_system_pool_prefer_no_schedule, "system pool 'ml-prod-system' is open to team pods"),
+    ("gcp-dev", untainted_gke_system_pool, "system pool 'ml-dev-gke-system' is open to team pods"),
 ]
 
 
@@ -97,3 +114,37 @@ def test_no_team_namespace_is_not_applicable():
     plan["resources"] = [r for r in plan["resources"] if r["type"] not in (
         "kubernetes:core/v1:Namespace", "gpu-platform:tenancy:Team") and "ClusterQueue" not in r["type"]]
     assert notes(run(plan, "GPU020"), "GPU020", "not-applicable")
+
+
+AKS = "azure-native:containerservice:ManagedCluster"
+
+
+def aks_cluster(plan, node_taints):
+    """The aws-prod fixture with an AKS cluster beside it, its system pool an agentPoolProfiles entry."""
+    plan["resources"].append({"custom": True, "type": AKS, "name": "ml-prod-aks", "parent": None,
+                              "urn": f"urn:pulumi:aws-prod::gpu-platform::{AKS}::ml-prod-aks",
+                              "options": {"dependsOn": [], "ignoreChanges": [], "protect": False},
+                              "inputs": {"agentPoolProfiles": [{"name": "system", "mode": "System",
+                                                                "vmSize": "Standard_D8s_v5",
+                                                                **({"nodeTaints": node_taints}
+                                                                   if node_taints is not None else {})}]}})
+    return plan
+
+
+@pytest.mark.parametrize("node_taints, expected", [
+    (["CriticalAddonsOnly=true:NoSchedule"], None),
+    (["dedicated:NoExecute"], None),
+    (None, "system pool 'ml-prod-aks agentPoolProfiles[system]' is open to team pods (nodeTaints has no NoSchedule"),
+    (["CriticalAddonsOnly=true:PreferNoSchedule"], "nodeTaints has no NoSchedule taint"),
+    (["CriticalAddonsOnly=true"], "has an entry that is not key=value:Effect"),  # unreadable: fails closed
+])
+def test_the_aks_system_pool_is_read_from_the_cluster(node_taints, expected):
+    report = run(aks_cluster(load("aws-prod"), node_taints), "GPU020")
+    messages = [f.message for f in report.findings]
+    assert (messages == []) if expected is None else any(expected in m for m in messages), messages
+
+
+def test_a_system_pool_taint_unknown_at_preview_is_undecided():
+    plan = load("aws-prod")
+    inputs(plan, "aws:eks/nodeGroup:NodeGroup", "ml-prod-system")["taints"] = UNKNOWN
+    assert_undecided(run(plan, "GPU020"), "GPU020")

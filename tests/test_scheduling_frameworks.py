@@ -116,9 +116,9 @@ def _tolerations(value):
             yield from _tolerations(item)
 
 
-def test_operator_pods_tolerate_nothing_so_they_stay_off_gpu_nodes(full):
+def test_operator_pods_tolerate_only_the_system_pool_so_they_stay_off_gpu_nodes(full):
     for name in ("jobset", "kubeflow-trainer", "lws", "kuberay-operator"):
-        assert list(_tolerations(releases(full)[name].inputs.get("values") or {})) == [], name
+        assert list(_tolerations(releases(full)[name].inputs.get("values") or {})) == [{"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}], name
 
 
 def test_kueue_integrations_are_exactly_what_is_installed(full):
