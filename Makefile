@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@echo "==> installing gpu-platform and its pinned dependencies (Pulumi SDK, the aws, azure-native, gcp, oci,"
 	@echo "    kubernetes and random provider SDKs, test tools): about 2 GB unpacked, up to ~10 minutes the first time"
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[all,test]'
 	@echo "==> installed; later runs skip this step until pyproject.toml changes"
 	touch $@
 

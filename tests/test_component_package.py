@@ -19,7 +19,8 @@ from gpu_platform.engine.plan import run_program, validate_stack
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = ROOT / "package"
-EXAMPLE = ROOT / "docs" / "examples" / "components_alone.py"
+EXAMPLE_DIR = ROOT / "docs" / "examples" / "components_alone"
+EXAMPLE = EXAMPLE_DIR / "__main__.py"
 REGENERATE = "python -m components.provider > package/schema.json"
 
 
@@ -107,7 +108,7 @@ def test_component_used_alone_in_a_users_program():
     registrations, outputs = run_example()
     types = [r.type for r in registrations]
     print(f"components used alone: {len(registrations)} resources")
-    assert len(registrations) == 10
+    assert len(registrations) == 15
     assert types.count("gpu-platform:gpu:GpuOperator") == types.count("gpu-platform:tenancy:Team") == 1
     assert not any(t.startswith(("aws:", "azure-native:", "gcp:", "oci:")) for t in types), "no cluster created"
     provider = next(r for r in registrations if r.type == "pulumi:providers:kubernetes")
@@ -115,8 +116,15 @@ def test_component_used_alone_in_a_users_program():
     # The user's provider reaches every child through the component's opts.
     assert kubernetes_objects and all(r.provider.startswith(provider.urn) for r in kubernetes_objects)
     team_objects = {r.name: r for r in kubernetes_objects if r.parent.endswith("::research")}
+    # The Team isolates by default, as the stack program's teams do: NetworkPolicies and Pod Security labels.
     assert set(team_objects) == {"research-namespace", "research-gpu-quota", "research-priority-ceiling",
-                                 "research-defaults", "research-edit"}
+                                 "research-defaults", "research-edit", "research-default-deny",
+                                 "research-allow-same-namespace", "research-allow-dns",
+                                 "research-allow-prometheus-scrape", "research-allow-internet-egress"}
+    labels = team_objects["research-namespace"].inputs["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert labels["pod-security.kubernetes.io/warn"] == "restricted"
+    assert labels["gpu-platform.io/team"] == "research"
     assert all(r.protect for r in team_objects.values())
     assert team_objects["research-gpu-quota"].inputs["spec"]["hard"] == {"requests.nvidia.com/gpu": "8"}
     release = next(r for r in kubernetes_objects if r.type == "kubernetes:helm.sh/v3:Release")
@@ -131,6 +139,37 @@ def test_docs_show_the_tested_example():
 
 def test_none_means_the_default_for_optional_fields():
     args = TeamArgs(team="ml", priority="low", gpu_quota={}, groups=None, egress=None, protect=None)
-    assert (args.groups, args.egress, args.protect, args.network_policies) == ([], "internet", False, {})
+    assert (args.groups, args.egress, args.protect) == ([], "internet", False)
+    assert list(args.network_policies) == ["default-deny", "allow-same-namespace", "allow-dns",
+                                           "allow-prometheus-scrape", "allow-internet-egress"]
+    closed = TeamArgs(team="ml", priority="low", gpu_quota={}, egress="none")
+    assert "allow-internet-egress" not in closed.network_policies
+    # Said explicitly, none at all: the default is only for what the caller leaves unset.
+    assert TeamArgs(team="ml", priority="low", gpu_quota={}, network_policies={}).network_policies == {}
     assert GpuNodePoolArgs("a", "aws", "a", "p5.48xlarge", "H100", 8, 0, 2, "cloud", sharing_mode=None,
                            taints=None).sharing_mode == "none"
+
+
+OUTPUTS = {"GpuNodePool": {"advertisedResources", "nodeLabels"}, "GpuOperator": {"namespaceName", "releaseName"},
+           "Team": {"namespaceName"}, "Kueue": {"releaseName"}, "GpuMonitoring": {"namespaceName"}}
+
+
+@pytest.mark.parametrize("component", sorted(OUTPUTS))
+def test_every_component_declares_typed_documented_outputs(component):
+    resource = schema()["resources"][f"{PACKAGE}:index:{component}"]
+    assert set(resource["properties"]) == set(resource["required"]) == OUTPUTS[component]
+    assert all(p.get("type") and p.get("description") for p in resource["properties"].values())
+
+
+def test_package_returns_a_components_outputs():
+    """What another language's program reads back: the Team's namespace, resolved."""
+    provider = ComponentProvider(COMPONENTS, PACKAGE, version=PACKAGE_VERSION)
+    states = []
+
+    def program():
+        result = provider.construct("ml", f"{PACKAGE}:index:Team", {
+            "team": "ml", "priority": "high", "gpuQuota": {"requests.nvidia.com/gpu": "4"}}, None)
+        result.state["namespaceName"].apply(states.append)
+
+    run_program("hosted", {}, program)
+    assert states == ["ml"]

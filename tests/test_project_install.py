@@ -17,10 +17,14 @@ def requirement_lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
-def test_root_requirements_are_pyprojects_runtime_dependencies():
-    runtime = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+def test_root_requirements_are_pyprojects_runtime_dependencies_with_every_cloud():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
     required = requirement_lines((ROOT / "requirements.txt").read_text())
-    assert sorted(required) == sorted(runtime)
+    assert sorted(required) == sorted(project["dependencies"] + extras["all"])
+    # `all` is exactly the per-cloud extras, each one SDK.
+    clouds = [extras[cloud] for cloud in ("aws", "azure", "gcp", "oci")]
+    assert all(len(sdk) == 1 for sdk in clouds) and sorted(sum(clouds, [])) == sorted(extras["all"])
     assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9A-Za-z.]*", line) for line in required), required
 
 

@@ -6,6 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.args import fill_defaults
+from components.args_checks import check_args
 from components.clouds.labels import pool_labels, pool_taints
 from components.clouds.profiles import CloudProfile
 from components.config.capacity import mig_strategy, pool_units
@@ -90,7 +91,13 @@ class GpuNodePool(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:cluster:GpuNodePool"
 
+    advertised_resources: pulumi.Output[dict[str, int]]
+    """Extended resources one node of the pool advertises, e.g. {"nvidia.com/gpu": 8}."""
+    node_labels: pulumi.Output[dict[str, str]]
+    """Labels every node of the pool carries: what workloads select the pool by."""
+
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        check_args(args)  # every problem at once, before any child exists
         labels, advertised = dict(args.labels), dict(args.advertised)
         taints = tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in args.taints)
         props = {
@@ -115,6 +122,8 @@ class GpuNodePool(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, props, opts)
         # Set after registering: the SDK replaces every prop-named attribute with an Output, and layers need plain values.
         self.args, self.labels, self.taints, self.advertised = args, labels, taints, advertised
+        self.advertised_resources = pulumi.Output.from_input(advertised)
+        self.node_labels = pulumi.Output.from_input(labels)
 
     def finish(self, outputs: dict[str, Any]) -> None:
         self.register_outputs({"advertised": self.advertised, **outputs})

@@ -67,8 +67,9 @@ def split_namespace(config: dict[str, Any]) -> tuple[dict[str, Any], list[Proble
     return raw, problems
 
 
-def read_stack_file(path: str | Path) -> dict[str, Any]:
-    """Every config key of a `Pulumi.<stack>.yaml`, project-qualified, secrets replaced by a placeholder."""
+def read_stack_file(path: str | Path, project: str = NAMESPACE) -> dict[str, Any]:
+    """Every config key of a `Pulumi.<stack>.yaml`, qualified by `project` where it is not, secrets replaced by a
+    placeholder."""
     try:
         document = load_yaml(decode(Path(path).read_bytes())) or {}
     except OSError as exc:
@@ -78,7 +79,7 @@ def read_stack_file(path: str | Path) -> dict[str, Any]:
     config = document.get("config") if isinstance(document, dict) else None
     if not isinstance(config, dict):
         raise ConfigError([Problem("config", "the stack file has no `config:` mapping")], str(path))
-    return {(k if ":" in k else f"{NAMESPACE}:{k}"): v for k, v in _strip_secure(config).items()}
+    return {(k if ":" in k else f"{project}:{k}"): v for k, v in _strip_secure(config).items()}
 
 
 def raw_from_pulumi() -> tuple[dict[str, Any], list[Problem]]:

@@ -60,9 +60,8 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems, zo
     capacity_type = sec.str("capacityType", default(GpuPool, "capacity_type"), choices=CAPACITY_TYPES)
     workload = sec.str("workload", default(GpuPool, "workload"), choices=WORKLOADS)
     driver = sec.str("driver", prof.default_driver if prof else default(GpuPool, "driver"), choices=DRIVER_OWNERS)
-    if prof and driver and driver not in prof.driver_owners:
-        problems.add(sec.at("driver"), f"{driver!r} is not supported on {prof.service} ({prof.driver_note}); "
-                                       f"allowed: {', '.join(prof.driver_owners)}")
+    if prof and driver and (problem := driver_problem(driver, prof)):
+        problems.add(sec.at("driver"), problem)
         driver = None
     labels = sec.str_map("labels")
     for key, value in labels.items():
@@ -77,7 +76,7 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems, zo
             problems.add(join(sec.at("labels"), key), f"{key} changes what the pool's nodes run or advertise, behind "
                                                       "the quotas and policies that count its GPUs; "
                                                       f"{setter}; use your own domain for your labels")
-    taints = tuple(_taint(t, join(sec.at("taints"), j), problems) for j, t in enumerate(sec.list("taints")))
+    taints = tuple(read_taint(t, join(sec.at("taints"), j), problems) for j, t in enumerate(sec.list("taints")))
 
     instance = None
     if prof and instance_type:
@@ -107,6 +106,28 @@ def _pool(raw: Any, path: str, prof: CloudProfile | None, problems: Problems, zo
     return GpuPool(name=name, instance_type=instance_type, instance=instance, min_nodes=min_nodes, max_nodes=max_nodes,
                    capacity_type=capacity_type, workload=workload, sharing=sharing, driver=driver, labels=labels,
                    taints=taints, cloud_name=cloud_name, topology=topology, fabric=fabric, provisioning=provisioning)
+
+
+def driver_problem(driver: str, prof: CloudProfile) -> str | None:
+    """Why `driver` cannot own a pool's driver on this cloud, or None."""
+    if driver in prof.driver_owners:
+        return None
+    return (f"{driver!r} is not supported on {prof.service} ({prof.driver_note}); "
+            f"allowed: {', '.join(prof.driver_owners)}")
+
+
+def no_mig_problem(instance) -> str | None:
+    """Why MIG cannot partition this instance type's GPUs, or None."""
+    if instance.gpu.supports_mig:
+        return None
+    return f"mig is not available on {instance.name} ({instance.gpu.name} has no MIG); use none, mps or time-slicing"
+
+
+def mixed_driver_problem(driver: str, prof: CloudProfile) -> str:
+    """Why `driver` cannot sit beside the cloud's default owner under one GPU Operator on this cloud."""
+    return (f"{driver} cannot be mixed with {prof.default_driver} pools on {prof.service}: the operator reads "
+            f"{prof.service}-installed drivers from {prof.managed_driver_root} cluster-wide; give every GPU pool the "
+            "same driver owner")
 
 
 def _pool_sharing_limits(sharing: Sharing, driver: str, instance, sec: Section, prof: CloudProfile,
@@ -148,7 +169,9 @@ def _pool_mig_layout(layout, path: str, gpu, prof: CloudProfile, problems: Probl
                                f"creates {reachable} on {gpu.name}; use all-{reachable}")
 
 
-def _taint(raw: Any, path: str, problems: Problems) -> Taint | None:
+def read_taint(raw: Any, path: str, problems: Problems, platform_keys: bool = False) -> Taint | None:
+    """A taint from `key=value:Effect` or a mapping; `platform_keys`: the platform's own taints (spot) are allowed,
+    as in a pool's computed taints, never in a config's."""
     if isinstance(raw, str):
         match = _TAINT_STRING.fullmatch(raw)
         if not match:
@@ -159,7 +182,7 @@ def _taint(raw: Any, path: str, problems: Problems) -> Taint | None:
     key = sec.str("key", pattern=_LABEL_KEY, what="a valid taint key")
     value = sec.str("value", "", pattern=LABEL_VALUE, what="a valid taint value")
     effect = sec.str("effect", default(Taint, "effect"), choices=TAINT_EFFECTS)
-    if key and _platform_key(key):
+    if key and _platform_key(key) and not platform_keys:
         problems.add(sec.at("key"), f"{node_facts.LABEL_PREFIX}/* taints are the platform's own (spot pools carry "
                                     f"{node_facts.LABEL_PREFIX}/spot); use your own domain")
         return None
@@ -197,13 +220,17 @@ def _platform_key(key: str) -> bool:
     return domain == node_facts.LABEL_PREFIX or domain.endswith(f".{node_facts.LABEL_PREFIX}")
 
 
+def max_replicas(mode: str | None) -> int:
+    """The most clients one GPU may serve: MPS serves at most 48 (Volta and later); time-slicing has no such limit,
+    only sense."""
+    return 48 if mode == "mps" else 256
+
+
 def _sharing(raw: Any, path: str, instance, prof: CloudProfile | None, problems: Problems) -> Sharing | None:
     sec = Section(raw, path, problems, ("mode", "migProfile", "replicas"))
     mode = sec.str("mode", "none", choices=SHARING_MODES)
     mig_profile = sec.value("migProfile", None)
-    # MPS serves at most 48 clients per GPU (Volta and later); time-slicing has no such limit, only sense.
-    most = 48 if mode == "mps" else 256
-    replicas = sec.int("replicas", None, minimum=2, maximum=most, why=f"clients per GPU with {mode}")
+    replicas = sec.int("replicas", None, minimum=2, maximum=max_replicas(mode), why=f"clients per GPU with {mode}")
     if mode is None:
         return None
     if mode != "mig" and mig_profile is not None:
@@ -225,9 +252,8 @@ def _mig_profile(raw: Any, path: str, instance, prof: CloudProfile | None, probl
     if instance is None:
         return None
     gpu = instance.gpu
-    if not gpu.supports_mig:
-        problems.add(path.rsplit(".", 1)[0] + ".mode",
-                     f"mig is not available on {instance.name} ({gpu.name} has no MIG); use none, mps or time-slicing")
+    if problem := no_mig_problem(instance):
+        problems.add(path.rsplit(".", 1)[0] + ".mode", problem)
         return None
     allowed = [f"all-{p.name}" for p in gpu.mig_profiles] + ["all-balanced"]
     if raw is None:
@@ -291,9 +317,7 @@ def one_gpu_operator(items: list[Any], pools: list[GpuPool], prof: CloudProfile 
         for pool in pools:
             if pool.driver != prof.default_driver:
                 problems.add(join(join("gpuPools", index[pool.name]), "driver"),
-                             f"{pool.driver} cannot be mixed with {prof.default_driver} pools on {prof.service}: the "
-                             f"operator reads {prof.service}-installed drivers from {prof.managed_driver_root} "
-                             "cluster-wide; give every GPU pool the same driver owner")
+                             mixed_driver_problem(pool.driver, prof))
     _one_rdma_setting(index, pools, prof, problems)
     if prof.mig_via != "operator":
         return

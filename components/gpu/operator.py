@@ -7,6 +7,7 @@ import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.helm.v3 as helm
 
 from components.args import fill_defaults
+from components.args_checks import check_args
 from components.clouds.labels import pool_taints
 from components.clouds.profiles import CloudProfile, profile
 from components.config.capacity import mig_strategy
@@ -129,6 +130,8 @@ class GpuOperatorArgs:
     """mig-parted config YAML for the mig-manager's ConfigMap; None when no pool uses MIG."""
     dcgm_metrics: Optional[str] = None
     """dcgm-exporter metrics CSV for its ConfigMap; None when DCGM is off."""
+    cloud: Optional[str] = None
+    """The cloud (aws, azure, gcp, oci): when given, driver owners and MIG are checked against its GPU images."""
 
     def __post_init__(self) -> None:
         fill_defaults(self)
@@ -147,6 +150,7 @@ class GpuOperatorArgs:
             critical_pods_quota=prof.critical_pods_need_quota,
             mig_config=mig_parted_config(config) if ops.mig_manager else None,
             dcgm_metrics=metrics_csv() if config.observability.dcgm else None,
+            cloud=config.cloud,
         )
 
 
@@ -155,7 +159,13 @@ class GpuOperator(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:gpu:GpuOperator"
 
+    namespace_name: pulumi.Output[str]
+    """The operator's namespace, once created."""
+    release_name: pulumi.Output[str]
+    """The operator's Helm release, once installed: what depends on its CRDs orders after it."""
+
     def __init__(self, name: str, args: GpuOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        check_args(args)  # every problem at once, before any child exists
         self.values = args.values
         super().__init__(self.TYPE, name, {
             "chartVersion": CHART_VERSION,
@@ -203,4 +213,5 @@ class GpuOperator(pulumi.ComponentResource):
             skip_await=False,
             timeout=900,
         ), opts=pulumi.ResourceOptions(parent=self, depends_on=before_release))
+        self.namespace_name, self.release_name = ns, self.release.name
         self.register_outputs({"namespace": ns, "release": self.release.name})

@@ -6,6 +6,7 @@ import pulumi
 from pulumi_kubernetes.apiextensions import CustomResource
 
 from components.args import fill_defaults
+from components.args_checks import check_args
 from components.config.model import PlatformConfig
 from components.observability.dashboard import dashboard_config_map, dashboard_json
 from components.observability.prometheus import selector_labels
@@ -41,6 +42,11 @@ _SCRAPE: dict[str, dict[str, Any]] = {
 }
 
 
+def scraped_schedulers() -> tuple[str, ...]:
+    """The scheduler kinds GpuMonitoring can scrape."""
+    return tuple(_SCRAPE)
+
+
 @dataclass
 class GpuMonitoringArgs:
     """The GPU rules, scheduler scrape target and dashboard, for a Prometheus Operator install."""
@@ -74,7 +80,11 @@ class GpuMonitoring(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:observability:GpuMonitoring"
 
+    namespace_name: pulumi.Output[str]
+    """The namespace the rules, monitor and dashboard were created in."""
+
     def __init__(self, name: str, args: GpuMonitoringArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        check_args(args)  # every problem at once, before any child exists
         recording, alerts, namespace = args.recording_groups, args.alert_groups, args.namespace
         super().__init__(self.TYPE, name, {
             "namespace": namespace, "recordingGroups": [g["name"] for g in recording],
@@ -91,4 +101,5 @@ class GpuMonitoring(pulumi.ComponentResource):
         kind = args.scheduler
         custom(f"{kind}-monitor", "ServiceMonitor", f"gpu-platform-{kind}", scheduler_monitor_spec(kind))
         dashboard_config_map(f"{name}-dashboard", args.dashboard, namespace, child)
+        self.namespace_name = pulumi.Output.from_input(namespace)
         self.register_outputs({"namespace": namespace})

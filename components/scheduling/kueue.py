@@ -15,6 +15,7 @@ from pulumi_kubernetes.apiextensions import CustomResource
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs
 
 from components.args import fill_defaults
+from components.args_checks import check_args
 from components.clouds.labels import POOL_LABEL, pool_taints
 from components.clouds.profiles import profile
 from components.config.model import GpuPool, PlatformConfig, Team
@@ -228,7 +229,11 @@ class Kueue(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:scheduling:Kueue"
 
+    release_name: pulumi.Output[str]
+    """Kueue's Helm release, once installed: jobs submitted before its webhook is up skip admission."""
+
     def __init__(self, name: str, args: KueueArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        check_args(args)  # every problem at once, before any child exists
         conf = args.manager_config
         super().__init__(self.TYPE, name, {"chart": CHART, "version": VERSION, "namespace": NAMESPACE,
                                            "teams": list(args.cluster_queues)}, opts)
@@ -287,6 +292,7 @@ class Kueue(pulumi.ComponentResource):
                     subjects=[rbac.SubjectArgs(kind="Group", name=g, api_group=RBAC_GROUP) for g in groups],
                     opts=team_guard,
                 )
+        self.release_name = self.release.name
         self.register_outputs({"release": self.release.status})
 
 

@@ -66,6 +66,11 @@ def _namespace(name: str) -> dict[str, Any]:
 
 
 def network_policies(config: PlatformConfig, team: Team) -> dict[str, dict[str, Any]]:
+    """The configured team's NetworkPolicy specs by object name."""
+    return isolating_policies(team.egress, config.observability.prometheus.namespace)
+
+
+def isolating_policies(egress: str, prometheus_namespace: str) -> dict[str, dict[str, Any]]:
     """NetworkPolicy specs by object name: default deny first, then each allowance on its own, so `kubectl get
     networkpolicy` reads as the list of what the team may do."""
     everyone = {"podSelector": {}}
@@ -77,9 +82,9 @@ def network_policies(config: PlatformConfig, team: Team) -> dict[str, dict[str, 
             "to": [{"namespaceSelector": _namespace(DNS_NAMESPACE), "podSelector": {"matchLabels": DNS_POD_LABELS}}],
             "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}]},
         "allow-prometheus-scrape": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{
-            "from": [{"namespaceSelector": _namespace(config.observability.prometheus.namespace)}]}]},
+            "from": [{"namespaceSelector": _namespace(prometheus_namespace)}]}]},
     }
-    if team.egress == "internet":
+    if egress == "internet":
         policies["allow-internet-egress"] = {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": [
             {"ipBlock": {"cidr": "0.0.0.0/0", "except": list(PRIVATE_V4)}},
             {"ipBlock": {"cidr": "::/0", "except": list(PRIVATE_V6)}}]}]}

@@ -16,13 +16,14 @@ import pulumi_kubernetes.networking.v1 as networking
 import pulumi_kubernetes.rbac.v1 as rbac
 
 from components.args import fill_defaults
+from components.args_checks import check_args
 from components.clouds.labels import LABEL_PREFIX
-from components.config.model import PlatformConfig, Team as TeamConfig
+from components.config.model import PlatformConfig, Prometheus, Team as TeamConfig
 from components.observability.reclaimer.job import RECLAIM_ENABLED, RECLAIM_LABEL
 from components.scheduling.priorities import forbidden_classes
 from components.scheduling.shares import team_ceiling
 from components.tenancy.compute_quota import compute_hard
-from components.tenancy.isolation import network_policies, team_pod_security
+from components.tenancy.isolation import AUDITED, ENFORCED, PSA, isolating_policies, network_policies, team_pod_security
 
 TEAM_LABEL = f"{LABEL_PREFIX}/team"  # the ClusterQueue namespaceSelector and Kueue's managed namespaces match it
 PRIORITY_LABEL = f"{LABEL_PREFIX}/priority"
@@ -63,16 +64,29 @@ class TeamArgs:
     egress: Optional[str] = "internet"
     """What the team's pods may reach outside the cluster: `internet` or `none` (recorded; policies are below)."""
     labels: Optional[dict[str, str]] = field(default_factory=dict)
-    """Namespace labels: the team and priority labels queues select on, plus Pod Security labels."""
+    """Namespace labels over the defaults: the team and priority labels queues select on, Pod Security enforcing
+    baseline and auditing and warning on restricted."""
     annotations: Optional[dict[str, str]] = field(default_factory=dict)
     """Namespace annotations (e.g. Volcano's default queue); empty for none."""
-    network_policies: Optional[dict[str, Any]] = field(default_factory=dict)
-    """NetworkPolicy specs by object name, created in order."""
+    network_policies: Optional[dict[str, Any]] = None
+    """NetworkPolicy specs by object name, created in order; unset: deny all but DNS, the namespace itself,
+    scraping from `monitoring` and, with egress internet, public addresses; {} for none at all."""
     protect: Optional[bool] = False
     """Protect the namespace and its guards, so removing a team takes a deliberate unprotect."""
 
     def __post_init__(self) -> None:
         fill_defaults(self)
+        # Secure unless said otherwise: a Team used alone isolates like one the stack program configures.
+        self.labels = {**self.default_labels(), **self.labels}
+        if self.network_policies is None:
+            self.network_policies = isolating_policies(self.egress, Prometheus.namespace)
+
+    def default_labels(self) -> dict[str, str]:
+        """The labels every team namespace carries unless the Args say otherwise."""
+        labels = {TEAM_LABEL: self.team, PRIORITY_LABEL: self.priority, f"{PSA}/enforce": ENFORCED,
+                  f"{PSA}/audit": AUDITED, f"{PSA}/warn": AUDITED}
+        # A missing or malformed team or priority is the Args check's to report, not a label's.
+        return {key: value for key, value in labels.items() if isinstance(value, str)}
 
     @classmethod
     def from_config(cls, config: PlatformConfig, team: TeamConfig, annotations: dict[str, str]) -> "TeamArgs":
@@ -89,7 +103,11 @@ class Team(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:tenancy:Team"
 
+    namespace_name: pulumi.Output[str]
+    """The team's namespace, once created: its workloads and its queue live there."""
+
     def __init__(self, name: str, args: TeamArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        check_args(args)  # every problem at once, before any child exists
         hard = dict(args.gpu_quota)
         super().__init__(self.TYPE, name, {
             "team": args.team, "namespace": args.team, "priority": args.priority, "groups": list(args.groups),
@@ -141,4 +159,5 @@ class Team(pulumi.ComponentResource):
                 subjects=[rbac.SubjectArgs(kind="Group", name=group, api_group=RBAC_GROUP) for group in args.groups],
                 opts=child,
             )
+        self.namespace_name = ns
         self.register_outputs({"namespace": ns})

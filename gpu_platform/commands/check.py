@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpu_platform.cli import UsageError, add_stack_arguments, config_warnings, print_warnings, write_output
+from gpu_platform.cli import UsageError, add_program_argument, add_stack_arguments, plan_requested, write_output
 from gpu_platform.policy.findings import FAIL_ON
 from gpu_platform.policy.output import FORMATS
 
@@ -14,6 +14,7 @@ def add_parser(subparsers) -> None:
         description="Plan a stack offline (or read `plan --format json` output) and evaluate the policy pack. "
                     "Exit 0: pass, 1: failing findings, 2: config or usage error.")
     add_stack_arguments(parser)
+    add_program_argument(parser)
     parser.add_argument("--plan", metavar="FILE", help="check a saved plan JSON (`gpu-platform plan --format json`)")
     parser.add_argument("--exemptions", metavar="FILE",
                         help="with --plan: exemptions YAML/JSON (a list, or {exemptions: [...]})")
@@ -25,7 +26,6 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from gpu_platform.engine import plan_stack
     from gpu_platform.policy.exemptions import read_file
     from gpu_platform.policy.output import render
     from gpu_platform.policy.runner import check
@@ -33,8 +33,8 @@ def run(args) -> int:
     from policies.rules import RULES
 
     if args.plan:
-        if args.stack or args.file:
-            raise UsageError("--plan checks a plan file; do not also name a stack or --file")
+        if args.stack or args.file or args.program:
+            raise UsageError("--plan checks a plan file; do not also name a stack, --file or --program")
         plan = _read_plan(args.plan)
         policy = read_file(_read_document(args.exemptions), args.exemptions) if args.exemptions else None
         ctx = context.build(None, policy) if policy else context.StackContext()
@@ -42,9 +42,11 @@ def run(args) -> int:
     else:
         if args.exemptions:
             raise UsageError("--exemptions is for --plan; a stack's exemptions are its `gpu-platform:policy`")
-        plan = plan_stack(args.stack, args.file)
-        print_warnings(config_warnings(plan.config))
-        report = check(plan, context.for_config(plan.config))
+        plan = plan_requested(args)
+        # A program of your own has no stack config: the rules read its objects alone, without exemptions.
+        report = check(plan, context.for_config(plan.config) if plan.config else context.StackContext())
+        if args.program:
+            report.source = args.program
     write_output(render(report, RULES, args.format, args.fail_on), args.out)
     return report.exit_code(args.fail_on)
 

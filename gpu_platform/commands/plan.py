@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from gpu_platform.cli import UsageError, add_stack_arguments, config_warnings, print_warnings, write_output
+from gpu_platform.cli import UsageError, add_program_argument, add_stack_arguments, plan_requested, write_output
 from gpu_platform.engine.plan import Plan
 
 # `plan --diff` exit code when the change replaces or deletes a resource, so CI can stop destructive changes.
@@ -13,6 +13,7 @@ DESTRUCTIVE = 1
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("plan", help="plan a stack offline and print its resource graph")
     add_stack_arguments(parser)
+    add_program_argument(parser)
     parser.add_argument("--format", choices=("tree", "json"), default="tree")
     parser.add_argument("--diff", metavar="OLD.json",
                         help="compare with a previous `plan --format json`: what this change adds, changes, "
@@ -21,7 +22,6 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from gpu_platform.engine import plan_stack
     from gpu_platform.engine.diff import (PlanFileError, diff_json, diff_plans, read_plan_file, render_diff,
                                           same_stack)
 
@@ -31,8 +31,7 @@ def run(args) -> int:
             old = read_plan_file(args.diff)  # before planning: a bad file fails fast, with nothing planned
         except PlanFileError as exc:
             raise UsageError(f"--diff {exc}") from None
-    plan = plan_stack(args.stack, args.file)
-    print_warnings(config_warnings(plan.config))
+    plan = plan_requested(args)
     if old is not None:
         try:
             same_stack(old, plan, args.diff)

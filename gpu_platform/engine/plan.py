@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import yaml
 
+from components.cloud_sdks import require_cloud_sdk
 from components.config import (
     SECRET_PLACEHOLDER, ConfigError, PlatformConfig, Problem, load, read_stack_file, split_namespace,
 )
@@ -111,15 +112,20 @@ def plan_stack(stack: str | None = None, file: str | Path | None = None,
                config_overrides: dict[str, Any] | None = None) -> Plan:
     """Validate, then run the program offline. Raises ConfigError before anything is registered."""
     name, path, config, validated = validate_stack(stack, file, config_overrides)
+    require_cloud_sdk(validated)  # what __main__.py refuses under `pulumi up`, refused here the same way
     registrations, outputs = run_program(name, config, printed=validated.warnings)
-    resources = [
+    return Plan(project=PROJECT, stack=name, resources=planned_resources(registrations), outputs=outputs,
+                stack_file=str(path), config=validated)
+
+
+def planned_resources(registrations) -> list[PlannedResource]:
+    """The recorded registrations in the plan's stable shape and order."""
+    return [
         PlannedResource(urn=r.urn, type=r.type, name=r.name, parent=r.parent, custom=r.custom,
                         inputs=to_plain(r.inputs),
                         options={"protect": r.protect, "ignoreChanges": r.ignore_changes, "dependsOn": r.depends_on})
         for r in sorted(registrations, key=_parent_first)
     ]
-    return Plan(project=PROJECT, stack=name, resources=resources, outputs=outputs, stack_file=str(path),
-                config=validated)
 
 
 def _parent_first(registration) -> tuple[int, str]:
@@ -137,7 +143,7 @@ def run_main() -> None:
 
 
 def run_program(stack: str, config: dict[str, Any], program: Callable[[], None] = run_main,
-                printed: tuple[str, ...] = ()):
+                printed: tuple[str, ...] = (), project: str = PROJECT):
     """Run `program` in this process against a recording mock monitor; returns registrations and outputs. The
     program's log messages go to the `gpu_platform.program` logger, except the config warnings in `printed`,
     which __main__.py logs for `pulumi up` and the commands print themselves (once, with their prefix)."""
@@ -154,7 +160,7 @@ def run_program(stack: str, config: dict[str, Any], program: Callable[[], None] 
     _forget_failed_runs(settings.SETTINGS)
     set_all_config({k: v if isinstance(v, str) else json.dumps(v, default=str) for k, v in config.items()})
     monitor = RecordingMonitor(StrictMocks(config))
-    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=True, monitor=monitor,
+    pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=True, monitor=monitor,
                              logger=_program_logger(printed))
     with _no_cyclic_gc():
         try:

@@ -18,7 +18,7 @@ operator = GpuOperator("gpu-operator", GpuOperatorArgs(
         "dcgmExporter": {"enabled": True},
         "daemonsets": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
     },
-    driver_owners={"a100": "image"},
+    driver_owners={"a100": "managed"},
     operands={"driver": False, "toolkit": False, "devicePlugin": True, "migManager": False, "dcgmExporter": True},
 ), opts=on_cluster)
 
@@ -27,7 +27,6 @@ research = Team("research", TeamArgs(
     priority="normal",
     gpu_quota={"requests.nvidia.com/gpu": "8"},
     groups=["research-engineers"],
-    labels={"pod-security.kubernetes.io/enforce": "baseline"},
     protect=True,
 ), opts=on_cluster)
 
