@@ -276,7 +276,8 @@ def test_system_pool_is_flex_sized_tainted_and_autoscaled(prod, dev):
     assert system.inputs["nodeSourceDetails"]["imageId"] == PROD_EXTRAS["imageId"]
     assert system.inputs["nodeConfigDetails"]["size"] == 2
     # OKE node pools have no taint field: the kubelet registers the node tainted.
-    assert system.inputs["nodeMetadata"]["kubelet-extra-args"] == "--register-with-taints=CriticalAddonsOnly=true:NoSchedule"
+    assert system.inputs["nodeMetadata"]["kubelet-extra-args"] == \
+        "--register-with-taints=CriticalAddonsOnly=true:NoSchedule"
     assert system.options["ignoreChanges"] == ["nodeConfigDetails.size"]
     assert one(dev, NODE_POOL, "ml-dev-oke-system").inputs["nodeConfigDetails"]["size"] == 1
 

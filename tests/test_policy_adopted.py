@@ -20,7 +20,8 @@ OUTSIDE = {"GPU001", "GPU004", "GPU005", "GPU006", "GPU007", "GPU008", "GPU009",
 
 def adopted(stack: str, environment: str | None = None) -> dict:
     raw = read_stack_config(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml")
-    overrides = {"gpu-platform:cluster": {**raw["gpu-platform:cluster"], "existingKubeconfig": "apiVersion: v1\nkind: Config\n"}}
+    kubeconfig = "apiVersion: v1\nkind: Config\n"
+    overrides = {"gpu-platform:cluster": {**raw["gpu-platform:cluster"], "existingKubeconfig": kubeconfig}}
     if environment:
         overrides["gpu-platform:environment"] = environment
     return overrides

@@ -12,6 +12,7 @@ import yaml
 from components.config import validate
 from components.config.model import GPU_TAINT
 from components.scheduling import framework_catalog, frameworks, kueue, topology
+from components.system_pool import SYSTEM_TOLERATION
 from conftest import ROOT, upstream
 from gpu_platform.engine import plan_stack
 from test_scheduling_config import problems
@@ -118,7 +119,7 @@ def _tolerations(value):
 
 def test_operator_pods_tolerate_only_the_system_pool_so_they_stay_off_gpu_nodes(full):
     for name in ("jobset", "kubeflow-trainer", "lws", "kuberay-operator"):
-        assert list(_tolerations(releases(full)[name].inputs.get("values") or {})) == [{"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}], name
+        assert list(_tolerations(releases(full)[name].inputs.get("values") or {})) == [SYSTEM_TOLERATION], name
 
 
 def test_kueue_integrations_are_exactly_what_is_installed(full):

@@ -174,7 +174,8 @@ def _authorized_networks(sec: Section, prof: CloudProfile | None, production: bo
     them); a public production endpoint needs them."""
     path = sec.at("authorizedNetworks")
     ipv6 = bool(prof and prof.authorized_networks_ipv6)
-    kinds = "an IPv4 or IPv6 CIDR like 203.0.113.0/24 or 2001:db8:1::/48" if ipv6 else "an IPv4 CIDR like 203.0.113.0/24"
+    kinds = ("an IPv4 or IPv6 CIDR like 203.0.113.0/24 or 2001:db8:1::/48" if ipv6
+             else "an IPv4 CIDR like 203.0.113.0/24")
     networks = []
     for i, value in enumerate(sec.str_list("authorizedNetworks")):
         try:

@@ -71,8 +71,8 @@ class PlanDiff:
         for change in self.of("change"):
             if change.refused:
                 lines.append(f"{change.resource.type} {change.resource.name}: the cloud refuses to change "
-                             f"{', '.join(change.refused)} in place, so `pulumi up` fails; keep the old value: only a new "
-                             "pool, created beside this one, can take the new one")
+                             f"{', '.join(change.refused)} in place, so `pulumi up` fails; keep the old value: "
+                             "only a new pool, created beside this one, can take the new one")
             later = new_nodes_only(change.resource.type, change.paths)
             if change.pool and later:
                 lines.append(f"changes pool {change.pool} for new nodes only: {change.resource.type} "

@@ -75,11 +75,7 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     teams = k8s.team_namespaces(graph)
     if not teams:
         args.not_applicable("no team namespaces (Namespaces labelled gpu-platform.io/team)")
-    # A scoped quota only limits the pods its scope selects (the priority ceiling's pods: 0 is one): never a cap.
-    unscoped: dict[str, list] = {}
-    for quota in graph.of_type(k8s.RESOURCE_QUOTA):
-        if not get(quota.props, "spec.scopeSelector") and not get(quota.props, "spec.scopes"):
-            unscoped.setdefault(k8s.namespace(quota), []).append(quota)
+    unscoped = k8s.unscoped_quotas(graph)
     pending = Pending()
     for namespace, resource in sorted(teams.items()):
         with pending.each():
@@ -101,8 +97,8 @@ RULE = stack_rule(
                "fill the system pool and starve Kueue, Prometheus and the autoscaler, which every team needs. "
                "Every team namespace needs unscoped `hard` caps on `requests.cpu` (or `cpu`), `requests.memory` "
                "(or `memory`) and `pods`, each a valid Kubernetes quantity; a quota the pack cannot read (a "
-               "`hard` that is not a map, a value that is not a quantity) fails, as does a scoped quota alone. The caps "
-               "bound how much, not where: every node pool that is not a GPU pool (the system pool, an AKS "
+               "`hard` that is not a map, a value that is not a quantity) fails, as does a scoped quota alone. "
+               "The caps bound how much, not where: every node pool that is not a GPU pool (the system pool, an AKS "
                "cluster's `agentPoolProfiles` entries included) must carry a NoSchedule or NoExecute taint, "
                "read in each cloud's spelling; a taint the pack cannot parse fails."),
     severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,
