@@ -36,6 +36,8 @@ PINS: dict[str, ChartPin] = {p.chart: p for p in (
     ChartPin("gpu-operator", "v26.7.0", NEWEST_STABLE),
     ChartPin("kueue", "0.19.2", NEWEST_STABLE, note="the job framework pins follow its go.mod"),
     ChartPin("volcano", "1.15.1", NEWEST_STABLE),
+    ChartPin("kai-scheduler", "v0.17.0", NEWEST_STABLE,
+             note="v0.17 is a standard release; the queue, PodGroup and Topology APIs are read from its CRDs"),
     ChartPin("kube-prometheus-stack", "88.5.3", NEWEST_STABLE,
              note="prometheus-operator v0.93.1 serves the monitoring.coreos.com/v1 kinds we create"),
     ChartPin("cluster-autoscaler", "9.59.0", NEWEST_STABLE,

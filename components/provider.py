@@ -11,7 +11,7 @@ import pulumi
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs
 from components.gpu.operator import GpuOperator, GpuOperatorArgs
 from components.observability.monitoring import GpuMonitoring, GpuMonitoringArgs
-from components.scheduling.kueue import Kueue, KueueArgs
+from components.scheduling.kueue.component import Kueue, KueueArgs
 from components.tenancy.team import Team, TeamArgs
 
 PACKAGE = "gpu-platform"

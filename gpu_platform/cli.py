@@ -31,9 +31,9 @@ class Command:
 def commands() -> tuple[Command, ...]:
     """The subcommands in help order. Imported on call, not at the top: every command imports this module's
     UsageError and helpers, so a top-level import would be circular."""
-    from gpu_platform.commands import catalog, check, nccl_test, plan, simulate, validate
+    from gpu_platform.commands import catalog, check, nccl_test, plan, schema, simulate, validate
 
-    return tuple(Command.of(module) for module in (validate, catalog, plan, check, simulate, nccl_test))
+    return tuple(Command.of(module) for module in (validate, catalog, plan, check, simulate, nccl_test, schema))
 
 
 def package_version() -> str:
@@ -50,14 +50,19 @@ class UsageError(Exception):
     """A command-line mistake: printed as is, exit 2."""
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: every subcommand with its flags (also what tests check documented commands with)."""
     parser = argparse.ArgumentParser(prog="gpu-platform", description=__doc__.split(":")[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    by_name = {command.name: command for command in commands()}
-    for command in by_name.values():
+    for command in commands():
         command.add_parser(subparsers)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    by_name = {command.name: command for command in commands()}
+    args = build_parser().parse_args(argv)
     try:
         return by_name[args.command].run(args)
     except ConfigError as exc:
@@ -108,7 +113,9 @@ def config_warnings(config) -> list[str]:
 
 def add_stack_arguments(parser: argparse.ArgumentParser) -> None:
     """`<stack>` or `--file PATH`, shared by every command that reads a stack."""
-    parser.add_argument("stack", nargs="?", help="stack name: reads stacks/Pulumi.<stack>.yaml")
+    parser.add_argument("stack", nargs="?", help="stack name: reads Pulumi.<stack>.yaml from --stacks-dir, else the "
+                                                 "first of ./stacks/, ./ and the project's example stacks")
+    parser.add_argument("--stacks-dir", metavar="DIR", help="the directory holding your Pulumi.<stack>.yaml files")
     parser.add_argument("--file", help="any Pulumi.<name>.yaml to read instead")
 
 
@@ -125,11 +132,11 @@ def plan_requested(args: argparse.Namespace):
     from gpu_platform.engine.user_program import ProgramError, plan_program
 
     if args.program is None:
-        plan = plan_stack(args.stack, args.file)
+        plan = plan_stack(args.stack, args.file, stacks_dir=args.stacks_dir)
         print_warnings(config_warnings(plan.config))
         return plan
-    if args.file:
-        raise UsageError("--program plans your own program; do not also pass --file")
+    if args.file or args.stacks_dir:
+        raise UsageError("--program plans your own program; do not also pass --file or --stacks-dir")
     try:
         return plan_program(args.program, args.stack)
     except ProgramError as exc:

@@ -11,7 +11,7 @@ from components.clouds.profiles import profile
 from components.config.model import GpuPool, PlatformConfig, Team, looser_pod_security, pod_security_admits
 from components.gpu.gpudirect import workload_pod
 from components.scheduling.kinds import scheduler_kind
-from components.scheduling.kueue import LOCAL_QUEUE
+from components.scheduling.kueue.component import LOCAL_QUEUE
 from components.scheduling.topology import pool_levels
 
 # AWS's EFA test image (aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests): CUDA, the EFA installer,
@@ -100,6 +100,27 @@ def environment(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
                                                                                   "NCCL_DEBUG": "INFO"}
 
 
+def test_image(config: PlatformConfig, pool: GpuPool) -> tuple[str, str]:
+    """The image and its all_reduce_perf path: the fabric's own, else the cloud's socket-test image, else AWS's."""
+    prof = profile(config.cloud)
+    fabric = prof.fabrics.get(pool.fabric)
+    image, binary = (fabric.nccl_test_image, fabric.nccl_test_binary) if fabric else prof.nccl_socket_test
+    return image or IMAGE, binary or ALL_REDUCE_PERF
+
+
+def socket_note(config: PlatformConfig, pool: GpuPool) -> str:
+    """What a test of a pool without a fabric measures, or "" for a fabric pool: a TCP number read as the fabric's
+    would send someone hunting for a slow network."""
+    if profile(config.cloud).fabrics.get(pool.fabric):
+        return ""
+    image, _ = test_image(config, pool)
+    idle = pool.instance.interconnect
+    unused = (f"; {pool.instance.name}'s {idle} is not attached (gpuPools[].fabric: none), so this is not its "
+              "bandwidth") if idle else ""
+    return (f"pool {pool.name!r} has no fabric: this test measures NCCL over TCP sockets on the pod network "
+            f"(NCCL_NET=Socket), the baseline a fabric is compared with{unused}; image {image}")
+
+
 # MPI's own traffic stays on the pod network; with GPU NICs in the pod (GKE GPUDirect) it must not wander onto them.
 MPI_INTERFACES = "--mca btl_tcp_if_exclude lo,docker0"
 MPI_POD_NETWORK_ONLY = "--mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0"
@@ -147,8 +168,7 @@ def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,
     # GKE GPUDirect: the NICs come through multi-networking and an RxDM sidecar.
     direct = workload_pod(fabric, pool.instance.gpus, pool.instance.fabric_interfaces) \
         if fabric and fabric.gpudirect else None
-    image = fabric.nccl_test_image if fabric and fabric.nccl_test_image else IMAGE
-    binary = fabric.nccl_test_binary if fabric and fabric.nccl_test_binary else ALL_REDUCE_PERF
+    image, binary = test_image(config, pool)
     private, public = key_pair
     ssh_config = f"Host *\n  Port {SSH_PORT}\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-ssh", "namespace": ns, "labels": labels},

@@ -19,6 +19,8 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 GPU_OPERATOR = "gpu-operator"
 KUEUE = "kueue"
 KUEUE_MANAGER_CONFIG = "managerConfig.controllerManagerConfigYaml"  # the Configuration, as YAML text
+KAI = "kai-scheduler"
+KAI_PODGROUPER = "podgrouper.enabled"  # KAI's pod-grouper, which gives every workload its PodGroup (gang)
 KUBE_PROMETHEUS_STACK = "kube-prometheus-stack"
 _MISSING = object()
 
@@ -31,6 +33,7 @@ _PROMETHEUS_SELECTORS = {
     "prometheus.prometheusSpec.ruleSelector": {},
 }
 CHART_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
+    (KAI, "v0.17.0"): {KAI_PODGROUPER: True},
     (GPU_OPERATOR, "v26.7.0"): {
         "driver.enabled": True,
         "toolkit.enabled": True,

@@ -188,10 +188,9 @@ def review(policy: Policy, rules: Mapping[str, bool], today: date) -> Exemptions
     for index, exemption in zip(indexes, policy.exemptions):
         path = f"policy.exemptions[{index}]"
         result.declared.append((path, exemption))
-        problem = _problem(exemption, rules, today, policy.max_days)
-        if problem:
-            result.issues.append(Issue(f"{path}.{problem[0]}", problem[1], exemption))
-        else:
+        problems = _problems(exemption, rules, today, policy.max_days)
+        result.issues.extend(Issue(f"{path}.{key}", message, exemption) for key, message in problems)
+        if not problems:
             result.active.append((path, exemption))
     return result
 
@@ -211,27 +210,33 @@ def _unbounded(pattern: str) -> str:
     return ""
 
 
-def _problem(exemption: Exemption, rules: Mapping[str, bool], today: date, max_days: int) -> tuple[str, str] | None:
+def _problems(exemption: Exemption, rules: Mapping[str, bool], today: date, max_days: int) -> list[tuple[str, str]]:
+    """Every reason the exemption is not applied, each at its key: a review lists them all, so one fix cycle
+    settles the exemption rather than one problem per run."""
+    problems = []
     if exemption.rule not in rules:
-        return "rule", f"unknown rule {exemption.rule!r}; rules: {', '.join(sorted(rules))}"
-    if not rules[exemption.rule]:
-        return "rule", f"{exemption.rule} cannot be exempted (critical rules and exemption checks never are)"
+        problems.append(("rule", f"unknown rule {exemption.rule!r}; rules: {', '.join(sorted(rules))}"))
+    elif not rules[exemption.rule]:
+        problems.append(("rule", f"{exemption.rule} cannot be exempted (critical rules and exemption checks never "
+                                 "are)"))
     pattern = exemption.resource.strip()
     if not pattern or set(pattern) <= _WILDCARDS:
-        return "resource", (f"{exemption.resource!r} matches every resource; name the resources (a name or a glob "
-                            "such as ml-prod-l4-*)")
-    if broad := _unbounded(pattern):
-        return "resource", (f"{exemption.resource!r} can match every resource ({broad}); name the resources: a name, "
-                            "or a glob that starts with a name prefix such as ml-prod-l4-*")
+        problems.append(("resource", f"{exemption.resource!r} matches every resource; name the resources (a name or "
+                                     "a glob such as ml-prod-l4-*)"))
+    elif broad := _unbounded(pattern):
+        problems.append(("resource", f"{exemption.resource!r} can match every resource ({broad}); name the "
+                                     "resources: a name, or a glob that starts with a name prefix such as ml-prod-l4-*"))
     visible, found = words(exemption.reason)
     if len(visible) < MIN_REASON or len(found) < MIN_WORDS:
-        return "reason", (f"must explain the exception in at least {MIN_REASON} characters and {MIN_WORDS} "
-                          f"different words; got {len(visible)} characters and {len(found)} words: "
-                          f"{exemption.reason!r}")
-    if exemption.expires < today:
-        return "expires", f"expired on {exemption.expires.isoformat()}; renew it with a new reason or fix the finding"
+        problems.append(("reason", f"must explain the exception in at least {MIN_REASON} characters and {MIN_WORDS} "
+                                   f"different words; got {len(visible)} characters and {len(found)} words: "
+                                   f"{exemption.reason!r}"))
     latest = today + timedelta(days=max_days)
-    if exemption.expires > latest:
-        return "expires", (f"{exemption.expires.isoformat()} is more than {max_days} days away (latest allowed: "
-                           f"{latest.isoformat()}, policy.maxExemptionDays); exemptions are renewed, not permanent")
-    return None
+    if exemption.expires < today:
+        problems.append(("expires", f"expired on {exemption.expires.isoformat()}; renew it with a new reason or fix "
+                                    "the finding"))
+    elif exemption.expires > latest:
+        problems.append(("expires", f"{exemption.expires.isoformat()} is more than {max_days} days away (latest "
+                                    f"allowed: {latest.isoformat()}, policy.maxExemptionDays); exemptions are "
+                                    "renewed, not permanent"))
+    return problems

@@ -18,6 +18,7 @@ CLUSTER_QUEUES = ("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "kubernetes:
 RESOURCE_FLAVORS = ("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor",
                     "kubernetes:kueue.x-k8s.io/v1beta1:ResourceFlavor")
 VOLCANO_QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
+KAI_QUEUE = "kubernetes:scheduling.run.ai/v2:Queue"
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 SERVICE_MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
 TEAM_COMPONENT = "gpu-platform:tenancy:Team"

@@ -9,6 +9,9 @@ the scheduler's queue objects. What the queues allow differs by scheduler:
 - Volcano's capacity plugin lets a Queue grow past `deserved` into idle cluster capacity up to its `capability`
   (nominal plus borrowing limit), so a pool is reachable up to what the queues that may use it can hold. Which
   queues may use a pool comes from the GpuPoolAdmission component's team table; without one, every queue may.
+- KAI Scheduler lets a leaf Queue take idle GPUs up to its `resources.gpu.limit` (-1: no cap), counted in whole
+  GPUs over every pool, so a pool is reachable up to the limits of the leaf queues that may use it, each capped at
+  the pool (parent queues only divide resources among their children; they admit nothing themselves).
 
 Figures are upper bounds (a flavor selecting several pools counts toward each; a queue's capability is counted
 on every pool it may use), so what is reported unreachable really is. What cannot be read raises Undecidable.
@@ -29,6 +32,8 @@ RESOURCE_FLAVOR = ":ResourceFlavor"
 COHORT = ":Cohort"
 KUEUE_GROUP = "kubernetes:kueue.x-k8s.io/"
 VOLCANO_QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
+KAI_QUEUE = "kubernetes:scheduling.run.ai/v2:Queue"
+KAI_UNLIMITED = -1
 POOL_ADMISSION = "gpu-platform:tenancy:GpuPoolAdmission"
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_UNITS = {"mps": "MPS replicas", "time-slicing": "time-slicing replicas"}
@@ -42,7 +47,7 @@ class PoolReach:
     unit: str  # GPUs, MIG slices, time-slicing replicas, ...
     capacity: int
     reachable: int
-    nominal: int | None  # Kueue: the nominal quotas on the pool added up; None under Volcano (not per pool)
+    nominal: int | None  # Kueue: the nominal quotas on the pool added up; None under Volcano and KAI (not per pool)
 
     @property
     def unreachable(self) -> int:
@@ -58,6 +63,7 @@ class _Pool:
     name: str
     unit: str
     units: int  # capacity at maxNodes in quota units
+    gpus: int  # physical GPUs at maxNodes
     capacity: dict[str, int]  # per advertised resource at maxNodes
     labels: dict[str, set[str]]
 
@@ -73,7 +79,8 @@ def _number(value: Any, where: str) -> int:
         raise Undecidable(f"{where}: {exc}") from None
 
 
-def _unit(mode: str, resources: Mapping[str, int]) -> str:
+def quota_unit(mode: str, resources: Mapping[str, int]) -> str:
+    """What a quota on a pool counts, by its sharing mode and the resources its nodes advertise."""
     if mode == "mig":
         return "MIG slices" if set(resources) == {GPU_RESOURCE} else "GPUs' worth of MIG slices"
     return SHARED_UNITS.get(mode, "GPUs")
@@ -86,12 +93,12 @@ def _pool(props: Mapping) -> _Pool:
     if not per_node or not all(per_node.values()):
         raise Undecidable(f"pool {name}: the plan does not say which GPU resources its nodes advertise")
     capacity = {r: n * max_nodes for r, n in per_node.items()}
-    units = next(iter(capacity.values())) if len(capacity) == 1 else \
-        _number(get(props, "gpusPerNode"), f"pool {name} gpusPerNode") * max_nodes
+    gpus = _number(get(props, "gpusPerNode"), f"pool {name} gpusPerNode") * max_nodes
+    units = next(iter(capacity.values())) if len(capacity) == 1 else gpus
     labels = {str(k): {str(v)} for k, v in mapping(get(props, "labels")).items()}
     for key in INSTANCE_TYPE_LABELS:
         labels.setdefault(key, set()).add(str(get(props, "instanceType", "")))
-    return _Pool(name, _unit(str(get(props, "sharing.mode", "none")), per_node), units, capacity, labels)
+    return _Pool(name, quota_unit(str(get(props, "sharing.mode", "none")), per_node), units, gpus, capacity, labels)
 
 
 def _selected(flavor: str, node_labels: Mapping, pools: list[_Pool]) -> list[_Pool]:
@@ -159,12 +166,40 @@ def _volcano(resources: list[tuple[str, Mapping]], pools: list[_Pool]) -> dict[s
     return reach
 
 
+def _kai(resources: list[tuple[str, Mapping]], pools: list[_Pool]) -> dict[str, dict[str, int]]:
+    """Per pool and resource: the GPU limits of every leaf queue that may use the pool, each capped at the pool."""
+    tables = [mapping(get(props, "teamPools")) for type_, props in resources if type_ == POOL_ADMISSION]
+    queues = {str(get(props, "metadata.name")): props for type_, props in resources if type_ == KAI_QUEUE}
+    parents = {str(get(props, "spec.parentQueue")) for props in queues.values() if get(props, "spec.parentQueue")}
+    reach: dict[str, dict[str, int]] = {pool.name: {} for pool in pools}
+    for queue, props in queues.items():
+        if queue in parents:
+            continue
+        limit = get(props, "spec.resources.gpu.limit")
+        if limit is None:  # KAI's docs say both "no additional resources" and "-1" for it
+            raise Undecidable(f"KAI Queue {queue} sets no resources.gpu.limit, whose meaning KAI's docs disagree on")
+        try:
+            gpus = float(quantity.parse(limit))
+        except quantity.QuantityError as exc:
+            raise Undecidable(f"KAI Queue {queue} resources.gpu.limit: {exc}") from None
+        allowed = {str(p) for table in tables for p in items(table.get(queue))} if tables else None
+        for pool in pools:
+            if allowed is not None and pool.name not in allowed:
+                continue
+            share = 1.0 if gpus == KAI_UNLIMITED else min(1.0, gpus / pool.gpus)
+            for resource, capacity in pool.capacity.items():
+                reach[pool.name][resource] = reach[pool.name].get(resource, 0) + int(capacity * share)
+    return reach
+
+
 def scheduler(resources: Iterable[tuple[str, Mapping]]) -> str | None:
-    """`kueue` or `volcano` by the queue objects planned; None when there are none."""
+    """`kueue`, `volcano` or `kai` by the queue objects planned; None when there are none."""
     types = {type_ for type_, _ in resources}
     if any(t.startswith(KUEUE_GROUP) and t.endswith(CLUSTER_QUEUE) for t in types):
         return "kueue"
-    return "volcano" if VOLCANO_QUEUE in types else None
+    if VOLCANO_QUEUE in types:
+        return "volcano"
+    return "kai" if KAI_QUEUE in types else None
 
 
 def pool_reach(resources: Iterable[tuple[str, Mapping]]) -> dict[str, PoolReach]:
@@ -174,7 +209,7 @@ def pool_reach(resources: Iterable[tuple[str, Mapping]]) -> dict[str, PoolReach]
     if kind is None:
         return {}
     pools = [_pool(props) for type_, props in resources if type_ == POOL_COMPONENT]
-    totals = _kueue(resources, pools) if kind == "kueue" else _volcano(resources, pools)
+    totals = {"kueue": _kueue, "volcano": _volcano, "kai": _kai}[kind](resources, pools)
     reach = {}
     for pool in pools:
         got = totals[pool.name]

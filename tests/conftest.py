@@ -44,7 +44,8 @@ def upstream(relative: str) -> Path:
 def strict_schema(schema):
     """A CRD schema with unknown fields as errors: additionalProperties false wherever properties are listed and
     neither additionalProperties nor x-kubernetes-preserve-unknown-fields opens the object. Go regexps may set
-    flags after `^`; Python wants them first."""
+    flags after `^`; Python wants them first. OpenAPI v3.0's boolean exclusiveMinimum/Maximum (KAI's CRDs use it)
+    becomes JSON Schema draft 7's number form."""
     if isinstance(schema, list):
         return [strict_schema(s) for s in schema]
     if not isinstance(schema, dict):
@@ -52,6 +53,10 @@ def strict_schema(schema):
     out = {k: strict_schema(v) for k, v in schema.items()}
     if isinstance(out.get("pattern"), str):
         out["pattern"] = out["pattern"].replace("^(?i)", "(?i)^")
+    for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+        if isinstance(out.get(exclusive), bool):
+            if out.pop(exclusive) and bound in out:
+                out[exclusive] = out.pop(bound)
     if "properties" in out and "additionalProperties" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
         out["additionalProperties"] = False
     return out

@@ -169,6 +169,30 @@ def test_unknown_instance_type_without_match_hints_at_cli() -> None:
     assert err.value.matches == []
 
 
+@pytest.mark.parametrize("cloud, name, equivalent", [
+    ("azure", "p5.48xlarge", ["Standard_ND96isr_H100_v5"]),
+    ("aws", "standard_nd96isr_h100_v5", ["p5.48xlarge"]),
+    ("oci", "a3-highgpu-8g", ["BM.GPU.H100.8"]),
+    ("aws", "Standard_NC24ads_A100_v4", ["p4de.24xlarge"]),
+])
+def test_another_clouds_instance_type_names_its_equivalents_here(cloud, name, equivalent) -> None:
+    with pytest.raises(CatalogError) as err:
+        catalog.lookup(cloud, name)
+    assert err.value.matches == equivalent
+    assert "is an instance type of " in str(err.value) and f"the same GPUs on {cloud}: {equivalent[0]}" in str(err.value)
+
+
+def test_equivalents_rank_the_nearest_gpu_count_and_the_same_fabric_first() -> None:
+    assert catalog.equivalents(catalog.lookup("aws", "p5.48xlarge"), "gcp")[0] in {"a3-highgpu-8g", "a3-megagpu-8g"}
+    assert catalog.equivalents(catalog.lookup("aws", "p5.48xlarge"), "gcp")[-1] == "a3-highgpu-4g"
+
+
+def test_another_clouds_type_without_that_gpu_here_says_so() -> None:
+    with pytest.raises(CatalogError, match="azure has no L4 instance type") as err:
+        catalog.lookup("azure", "g6.xlarge")
+    assert err.value.matches == []
+
+
 def test_unknown_cloud_lists_allowed_clouds() -> None:
     with pytest.raises(CatalogError, match="aws, azure, gcp, oci") as err:
         catalog.lookup("ibm", "p5.48xlarge")

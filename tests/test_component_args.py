@@ -12,7 +12,7 @@ from components.clouds.base import GpuNodePool, GpuNodePoolArgs
 from components.gpu.operator import GpuOperator, GpuOperatorArgs
 from components.observability.monitoring import GpuMonitoring, GpuMonitoringArgs
 from components.provider import COMPONENTS, PACKAGE, PACKAGE_VERSION
-from components.scheduling.kueue import Kueue, KueueArgs
+from components.scheduling.kueue.component import Kueue, KueueArgs
 from components.tenancy.team import Team, TeamArgs
 from gpu_platform.engine.plan import run_program, validate_stack
 

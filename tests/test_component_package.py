@@ -13,7 +13,7 @@ from components.clouds.base import GpuNodePoolArgs
 from components.gpu.operator import GpuOperatorArgs
 from components.observability.monitoring import GpuMonitoringArgs
 from components.provider import COMPONENTS, PACKAGE, PACKAGE_VERSION, schema
-from components.scheduling.kueue import KueueArgs
+from components.scheduling.kueue.component import KueueArgs
 from components.tenancy.team import TeamArgs
 from gpu_platform.engine.plan import run_program, validate_stack
 

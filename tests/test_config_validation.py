@@ -51,6 +51,8 @@ def test_defaults_follow_environment(raw):
     (lambda r: r.update(gpuPools=[]), "gpuPools", "at least one"),
     (lambda r: r.update(gpuPools={"name": "x"}), "gpuPools", "must be a list"),
     (lambda r: r["gpuPools"][0].update(instanceType="p5.48xlarg"), "gpuPools[0].instanceType", "close matches: p5.48xlarge"),
+    (lambda r: r["gpuPools"][0].update(instanceType="a3-highgpu-8g"), "gpuPools[0].instanceType",
+     "'a3-highgpu-8g' is an instance type of gcp (8x H100-80GB), not of aws; the same GPUs on aws: p5.48xlarge"),
     (lambda r: r["gpuPools"][0].pop("instanceType"), "gpuPools[0].instanceType", "is required"),
     (lambda r: r["gpuPools"][0].pop("maxNodes"), "gpuPools[0].maxNodes", "is required"),
     (lambda r: r["gpuPools"][0].update(minNodes=5), "gpuPools[0].maxNodes", ">= minNodes (5)"),

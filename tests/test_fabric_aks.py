@@ -283,7 +283,7 @@ def test_nccl_test_off_the_fabric_measures_tcp(capsys, tmp_path):
 
 
 def test_kueue_admits_jobs_asking_for_nics_by_leaving_the_fabric_resource_to_the_kubelet(prod):
-    from components.scheduling.kueue import manager_config
+    from components.scheduling.kueue.component import manager_config
     assert "rdma/ib" in manager_config(prod.config)["resources"]["excludeResourcePrefixes"]
     off = validate(raw_config("azure", [
         {"name": "ib", "instanceType": "Standard_ND96isr_H100_v5", "maxNodes": 2, "fabric": "none"}]))

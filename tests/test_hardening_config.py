@@ -238,7 +238,7 @@ def test_a_wrong_cloud_still_reports_the_other_problems(raw):
     raw["scheduler"] = {"kind": 3}
     found = problems(raw)
     assert "allowed: aws, azure, gcp, oci" in found["cloud"]
-    assert "must be a string; allowed: kueue, volcano; got 3" in found["scheduler.kind"]
+    assert "must be a string; allowed: kueue, volcano, kai; got 3" in found["scheduler.kind"]
     assert "allowed: critical, high, normal, low" in found["teams[0].priority"]
     assert "allowed: training, inference, interactive" in found["gpuPools[0].workload"]
 

@@ -33,6 +33,7 @@ from gpu_platform.engine.plan import read_stack_config, stack_path, validate_sta
 from helm import Helm, chart_package, extract_helm, parse
 from test_karpenter import karpenter_cluster
 from test_scheduling_frameworks import with_frameworks
+from test_scheduling_stacks import with_scheduler
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 K8S_VERSION = DEFAULT_KUBERNETES_VERSION
@@ -97,10 +98,11 @@ def render_release(helm: Helm, stack: str, release) -> Rendered:
 
 
 # Charts no example stack plans, each planned on a variant of one (stack, overrides): Karpenter instead of the
-# Cluster Autoscaler, and every job framework.
+# Cluster Autoscaler, every job framework, and KAI Scheduler (on the stack whose pools share GPUs: fractions on).
 VARIANTS = {
     "aws-dev+karpenter": ("aws-dev", karpenter_cluster()),
     "aws-prod+frameworks": ("aws-prod", with_frameworks(list(FRAMEWORKS))),
+    "aws-prod+kai": ("aws-prod", with_scheduler("aws-prod", "kai")),
 }
 
 
@@ -123,7 +125,7 @@ def charts_of(rendered, chart: str) -> list[Rendered]:
 
 # --- validation ---------------------------------------------------------------------------------------------------
 
-UPSTREAM_CRDS = ("gpu-operator/crds", "kueue/crds", "volcano/crds", "prometheus-operator/crds")
+UPSTREAM_CRDS = ("gpu-operator/crds", "kueue/crds", "volcano/crds", "kai-scheduler/crds", "prometheus-operator/crds")
 
 
 def schemas_of(crds: list[dict]) -> dict[tuple[str, str], dict]:

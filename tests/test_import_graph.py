@@ -5,7 +5,8 @@ blocks. The layering, bottom to top, as the code stands:
 
 1. Fact tables, importing no component: the chart pins (`components.pins`, nothing at all, the bottom), the GPU
    catalog (`components.catalog.*`, nothing outside itself), the cloud table (`components.clouds.profiles`, only
-   the pins), the scheduler table (`components.scheduling.kinds`, the pins and `components.context` for a type) and
+   the pins), the scheduler registry (`components.scheduling.registry`, `components.context` for a type, filled by
+   each scheduler package's `facts` row through the one import line per scheduler in `components.scheduling.kinds`) and
    the platform's namespaces (`components.namespaces`, nothing).
 2. The stack config (`components.config.*`): reads only the fact tables above plus the few pure helpers it
    validates against (`components.clouds` package lookup, `clouds.labels`, `clouds.zonal`,
@@ -32,7 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("components", "gpu_platform")
 CLOUD_SDKS = ("pulumi_aws", "pulumi_azure_native", "pulumi_gcp", "pulumi_oci")
 FACT_TABLES = ("components.pins", "components.catalog", "components.clouds.profiles", "components.scheduling.kinds",
-               "components.namespaces")
+               "components.scheduling.registry", "components.namespaces")
+SCHEDULER_FACTS = tuple(f"components.scheduling.{p.parent.name}.facts"
+                        for p in sorted((ROOT / "components/scheduling").glob("*/facts.py")))
 CONFIG_MAY_IMPORT = (*FACT_TABLES, "components.config", "components.clouds.labels", "components.clouds.zonal",
                      "components.scheduling.framework_catalog")
 
@@ -89,7 +92,7 @@ def _violations(rule) -> list[str]:
 
 def test_the_graph_is_read():
     assert len(MODULES) > 100
-    assert ("components.scheduling.kinds", True) in IMPORTS["components.scheduling.kueue"]
+    assert ("components.scheduling.kueue.facts", True) in IMPORTS["components.scheduling.kinds"]
     assert ("gpu_platform.commands.plan", False) in IMPORTS["gpu_platform.cli"]  # a function-level import
 
 
@@ -123,10 +126,23 @@ def test_components_never_import_gpu_platform():
 def test_fact_tables_import_no_component():
     allowed = {"components.pins": (), "components.catalog": ("components.catalog",),
                "components.clouds.profiles": ("components.pins",),
-               "components.scheduling.kinds": ("components.pins", "components.context"),
+               "components.scheduling.kinds": ("components.scheduling.registry", *SCHEDULER_FACTS),
+               "components.scheduling.registry": ("components.context",),
                "components.namespaces": ()}
     assert _violations(lambda m, t: _under(t, "components") and any(
         _under(m, table) and not _under(t, *ok) for table, ok in allowed.items())) == []
+
+
+def test_scheduler_rows_load_their_components_only_on_call():
+    """A scheduler package's facts.py is a fact table at module level; its installer and monitoring functions
+    import the rest of its own package when called (the row never names a module path)."""
+    for facts in SCHEDULER_FACTS:
+        package = facts.removesuffix(".facts")
+        for target, top in IMPORTS[facts]:
+            if _under(target, "components"):
+                facts_only = ("components.pins", "components.context", "components.scheduling.registry")
+                ok = facts_only if top else (*facts_only, package)  # `if TYPE_CHECKING:` ones count as not top
+                assert _under(target, *ok), f"{facts} -> {target}"
 
 
 def test_config_imports_only_the_tables_and_pure_helpers():

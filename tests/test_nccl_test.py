@@ -66,7 +66,7 @@ def test_manifest_is_valid_kubernetes_on_the_pools_nodes(stack, pool_name, capsy
     container = pod["containers"][0]
     fabric = prof.fabrics.get(pool.fabric)
     direct = fabric.gpudirect if fabric else None
-    image = (fabric.nccl_test_image if fabric else "") or IMAGE
+    image = (fabric.nccl_test_image if fabric else prof.nccl_socket_test[0]) or IMAGE
     assert container["image"] == image and ":latest" not in image
     if direct:  # Google's installer image carries nccl-tests built against the plugin it installs
         assert image == direct.installer_image
@@ -84,7 +84,7 @@ def test_manifest_is_valid_kubernetes_on_the_pools_nodes(stack, pool_name, capsy
         assert env["NCCL_NET"] == "Socket" and "FI_PROVIDER" not in env
     assert container["resources"]["limits"] == container["resources"]["requests"] == expected
     command = container["command"][2]
-    binary = (fabric.nccl_test_binary if fabric else "") or "/opt/nccl-tests/build/all_reduce_perf"
+    binary = (fabric.nccl_test_binary if fabric else prof.nccl_socket_test[1]) or "/opt/nccl-tests/build/all_reduce_perf"
     assert f"-np {2 * pool.instance.gpus} " in command and binary in command
     assert all(f"-x {name}" in command for name in env)
     assert secret["stringData"]["authorized_keys"] == secret["stringData"]["id_ed25519.pub"]
@@ -158,3 +158,22 @@ def test_a_restricted_team_is_skipped_or_refused_its_pods_run_sshd_as_root(tmp_p
     err = refused(capsys, "--file", str(path), "--pool", "h100-train", "--team", "research")
     assert "the test's pods run sshd as root, which Pod Security restricted refuses in 'research'" in err
     assert "teams[].podSecurity: baseline" in err and "GPU014" not in err
+
+
+@pytest.mark.parametrize("stack, pool_name, image, idle", [
+    ("aws-dev", "a10g-train", "public.ecr.aws/hpc-cloud/nccl-tests:", "g5.12xlarge's efa is not attached"),
+    ("oci-prod", "h100-train", "iad.ocir.io/idxzjcdglx2s/nccl-tests:", "BM.GPU.H100.8's rdma is not attached"),
+])
+def test_a_fabric_less_pool_says_it_measures_sockets_with_its_clouds_image(stack, pool_name, image, idle, capsys):
+    assert main(["nccl-test", stack, "--pool", pool_name]) == 0
+    captured = capsys.readouterr()
+    (note,) = [line for line in captured.err.splitlines() if line.startswith("note: ")]
+    assert f"pool {pool_name!r} has no fabric: this test measures NCCL over TCP sockets" in note and idle in note
+    (job,) = [o for o in yaml.safe_load_all(captured.out) if o["kind"] == "Job"]
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"].startswith(image)
+    assert f"image {image}" in note
+
+
+def test_a_fabric_pool_has_no_socket_note(capsys):
+    assert main(["nccl-test", "aws-prod", "--pool", "h100-train"]) == 0
+    assert "note: " not in capsys.readouterr().err

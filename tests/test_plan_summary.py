@@ -43,11 +43,18 @@ def test_every_gpu_pool_with_type_gpus_bounds_capacity_sharing_and_driver_owner(
     assert rows[0].split() == ["pool", "instance", "type", "GPUs", "per", "node", "nodes", "capacity", "sharing",
                                "driver", "fabric", "unreachable", "GPUs"]
     assert rows[1].split() == ["a100-infer", "p4de.24xlarge", "8", "x", "A100-80GB", "1-2", "on-demand", "mig",
-                               "all-1g.10gb", "cloud", "image", "none", "none"]
+                               "all-1g.10gb", "cloud", "image", "none", "(efa", "unused:", "not", "attached)", "none"]
     assert rows[2].split() == ["h100-train", "p5.48xlarge", "8", "x", "H100-80GB", "0-4", "on-demand", "none",
                                "cloud", "image", "efa", "8", "GPUs"]
     assert rows[3].split() == ["l4-notebooks", "g6.12xlarge", "4", "x", "L4", "0-4", "spot", "time-slicing", "x4",
-                               "cloud", "image", "none", "32", "time-slicing", "replicas"]
+                               "cloud", "image", "none", "(efa", "unused:", "not", "attached)", "32", "time-slicing",
+                               "replicas"]
+
+
+def test_a_fabric_on_the_instance_type_but_not_attached_is_shown_unused():
+    rows = {row.split()[0]: row for row in section(render_summary(plan_stack("oci-prod")), "GPU pools:")[1:]}
+    assert "none (rdma unused: not attached)" in rows["h100-train"]  # BM.GPU.H100.8, fabric: none
+    assert "unused" not in rows["a10-infer"]  # VM.GPU.A10.2 has no fabric to leave unused
 
 
 def test_every_team_with_quota_and_queue(aws_prod):
@@ -151,8 +158,8 @@ def test_simulate_reports_progress_on_stderr_only(monkeypatch, capsys):
     json.loads(captured.out)  # standard output stays the report alone
 
 
-def test_makefile_says_what_the_first_install_fetches_before_the_quiet_pip():
+def test_makefile_says_what_the_first_install_fetches_before_pip_runs():
     recipe = (ROOT / "Makefile").read_text().split("$(VENV)/.installed: pyproject.toml")[1].split("\n\n")[0]
     lines = [line.strip() for line in recipe.splitlines() if line.strip()]
-    install = next(i for i, line in enumerate(lines) if "pip install --quiet -e" in line)
+    install = next(i for i, line in enumerate(lines) if "pip install" in line and " -e " in line)
     assert lines[install - 1].startswith("@echo") and "10 minutes" in " ".join(lines[:install])

@@ -64,3 +64,11 @@ def test_exemptions_file_shapes():
         assert read_file(document, "x.yaml").exemptions == (expected,)
     with pytest.raises(ConfigError, match="policy.surprise: unknown key"):
         read_file({"surprise": 1}, "x.yaml")
+
+
+def test_every_problem_of_one_exemption_is_reported_at_once(raw):
+    bad = {"rule": "GPU999", "resource": "*", "reason": "temporary", "expires": "2020-01-01"}
+    result = reviewed(raw, GOOD, bad)
+    assert [i.path for i in result.issues] == ["policy.exemptions[1].rule", "policy.exemptions[1].resource",
+                                               "policy.exemptions[1].reason", "policy.exemptions[1].expires"]
+    assert [p for p, _ in result.active] == ["policy.exemptions[0]"]

@@ -17,6 +17,7 @@ QUOTA = "kubernetes:core/v1:ResourceQuota"
 PRIORITY = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
 RULE_CR = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 VQUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
+KQUEUE = "kubernetes:scheduling.run.ai/v2:Queue"
 LONG_REASON = "capacity reservation migration, owned by the platform team (PLAT-123)"
 
 
@@ -139,6 +140,22 @@ def volcano_capability_lowered(plan):
     inputs(plan, VQUEUE, "volcano-queue-alpha")["spec"]["capability"]["nvidia.com/gpu"] = 1
 
 
+def kai_values(plan):
+    return inputs(plan, RELEASE, "kai-release")["values"]
+
+
+def kai_without_podgrouper(plan):
+    kai_values(plan)["podgrouper"] = {"enabled": False}
+
+
+def kai_without_reclaim(plan):
+    kai_values(plan)["scheduler"] = {"actions": {"reclaim": {"enabled": False}}}
+
+
+def kai_limit_lowered(plan):
+    inputs(plan, KQUEUE, "kai-queue-alpha")["spec"]["resources"]["gpu"]["limit"] = 1
+
+
 # rule, fixture, change, what the message says, resource an exemption names (glob)
 FAILING = [
     ("GPU001", "aws-prod", untaint, "has no nvidia.com/gpu taint", "ml-prod-h100-*"),
@@ -155,6 +172,9 @@ FAILING = [
     ("GPU005", "aws-prod", no_wait_for_pods_ready, "waitForPodsReady is off", "kueue-release"),
     ("GPU005", "aws-prod", jobs_bypass_kueue, "manageJobsWithoutQueueName is not true", "kueue-release"),
     ("GPU005", "gcp-dev", volcano_without_gang, "has no gang plugin", "volcano-release"),
+    ("GPU005", "gcp-dev-kai", kai_without_podgrouper, "values.podgrouper.enabled is not true", "kai-release"),
+    ("GPU004", "gcp-dev-kai", kai_without_reclaim, "KAI Queue 'alpha': the scheduler's reclaim action is turned off",
+     "kai-queue-*"),
     ("GPU006", "aws-prod", dcgm_disabled, "disables dcgmExporter", "gpu-operator-release"),
     ("GPU006", "aws-prod", dcgm_unscraped, "does not scrape the DCGM exporter", "prometheus-release"),
     ("GPU006", "aws-prod", no_recording_rules, "loads no recording rule over DCGM_FI_PROF_GR_ENGINE_ACTIVE", "prometheus-*",
@@ -177,6 +197,8 @@ FAILING = [
     ("GPU019", "gcp-dev", volcano_capability_lowered,
      "pool 'l4-train' offers 8 GPUs at maxNodes but the Volcano Queues can use at most 7: 1 GPUs are unreachable",
      "ml-dev-gke-l4-train"),
+    ("GPU019", "gcp-dev-kai", kai_limit_lowered,
+     "pool 'l4-train' offers 8 GPUs at maxNodes but the KAI Queues can use at most", "ml-dev-gke-l4-train"),
 ]
 
 
@@ -184,7 +206,7 @@ def _case_id(case) -> str:
     return f"{case[0]}-{case[2].__name__}"
 
 
-@pytest.mark.parametrize("fixture", ["aws-prod", "gcp-dev"])
+@pytest.mark.parametrize("fixture", ["aws-prod", "gcp-dev", "gcp-dev-kai"])
 def test_fixtures_are_compliant(fixture):
     report = run(load(fixture), *(r.id for r in RULES))
     assert ids(report) == KNOWN[fixture] and report.exit_code() == 0
@@ -219,7 +241,7 @@ def test_exemption_waives_the_finding_and_is_listed(case):
 def test_critical_rule_cannot_be_exempted():
     plan = load("aws-prod")
     two_driver_owners(plan)
-    report = run(plan, "GPU007", exemptions=(("GPU007", "*", LONG_REASON, date(2026, 9, 30)),))
+    report = run(plan, "GPU007", exemptions=(("GPU007", "ml-prod-*", LONG_REASON, date(2026, 9, 30)),))
     assert ids(report) == ["GPU000"] + ["GPU007"] * 3
     assert "GPU007 cannot be exempted" in next(f.message for f in report.findings if f.rule == "GPU000")
     assert report.exemptions.used == []

@@ -106,7 +106,8 @@ def test_plan_file_with_exemptions_file(tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["aws-prod", "--plan", "x.json"], "do not also name a stack"),
+    (["aws-prod", "--plan", "/nonexistent/x.json"], "cannot read /nonexistent/x.json"),
+    (["aws-prod", "--plan", "x.json", "--exemptions", "x.yaml"], "a stack's exemptions are its"),
     (["aws-prod", "--exemptions", "x.yaml"], "--exemptions is for --plan"),
     (["--plan", "/nonexistent/plan.json"], "cannot read /nonexistent/plan.json"),
 ])

@@ -35,3 +35,21 @@ def test_pulumi_install_reads_the_root_requirements_into_the_projects_virtualenv
     # The pip toolchain installs <project root>/requirements.txt; uv and poetry would read pyproject.toml instead.
     assert runtime["options"]["toolchain"] == "pip"
     assert runtime["options"]["virtualenv"] == ".venv"
+
+
+def test_the_first_make_install_shows_pips_progress(tmp_path):
+    """`make plan` on a fresh machine spends minutes in this pip run: it prints a line per package and download
+    progress, never nothing (--quiet) and never the resolver's debug log (-v)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    venv = tmp_path / "venv"
+    dry = subprocess.run(["make", "-n", f"VENV={venv}", f"{venv}/.installed"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    installs = [line.split() for line in dry.splitlines() if "pip install" in line and "-e" in line.split()]
+    assert len(installs) == 1, dry
+    words = installs[0]
+    assert not {"-q", "--quiet", "-v", "--verbose"} & set(words), words
+    assert words[words.index("--progress-bar") + 1] == "on", words

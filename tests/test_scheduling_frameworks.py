@@ -11,7 +11,8 @@ import yaml
 
 from components.config import validate
 from components.config.model import GPU_TAINT
-from components.scheduling import framework_catalog, frameworks, kueue, topology
+from components.scheduling import framework_catalog, frameworks, topology
+from components.scheduling.kueue import component as kueue
 from components.system_pool import SYSTEM_TOLERATION
 from conftest import ROOT, upstream
 from gpu_platform.engine import plan_stack

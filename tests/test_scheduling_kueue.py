@@ -11,7 +11,7 @@ import yaml
 from components.catalog import lookup
 from components.clouds.labels import POOL_LABEL
 from components.config import validate
-from components.scheduling import kueue
+from components.scheduling.kueue import component as kueue
 from components.scheduling.priorities import LEVELS
 from conftest import STACKS, upstream
 from gpu_platform.engine import plan_stack

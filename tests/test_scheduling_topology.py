@@ -12,7 +12,8 @@ from components.clouds.profiles import PROFILES
 from components.config import validate
 from components.config.errors import ConfigError
 from components.config.parse import parse
-from components.scheduling import kueue, topology
+from components.scheduling import topology
+from components.scheduling.kueue import component as kueue
 from conftest import upstream
 from gpu_platform.engine import plan_stack
 from test_scheduling_config import problems

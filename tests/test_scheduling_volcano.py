@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from components.config import validate
-from components.scheduling import volcano
+from components.scheduling.volcano import component as volcano
 from conftest import STACKS, upstream
 from test_scheduling_stacks import by_name, crd_errors, objects, ours, planned, stack_config, whole
 

@@ -244,6 +244,21 @@ def test_a_livelock_is_detected_and_stops_the_run():
         report["livelock"]["message"]
 
 
+def test_a_churn_beside_a_running_job_is_not_a_livelock():
+    # The same collision with a third node, taken by C (queue c) until 5000 s. A and B collide on the two others
+    # and A is evicted for the tenth time at 3840 s, but C is still due to end, and its end can break the collision
+    # (it did on the docs' 2,000-job aws-prod trace). So the run goes on: at 5000 s a whole node frees, A binds both
+    # of its pods on the next round and runs, B times out again and runs after it. (Before: stopped at 3840 s.)
+    m = model({"a": cq({"train": 16}, cohort=None), "b": cq({"train": 16}, cohort=None),
+               "c": cq({"train": 8}, cohort=None)}, pools=GANG_POOL,
+              pods_ready={"timeout": "5m", "requeuingStrategy": {"backoffBaseSeconds": 60, "backoffMaxSeconds": 60}})
+    result, jobs = run(m.with_nodes({"train": 3}), [("C", "c", 0, 5000, 8), *GANG_JOBS],
+                       timing=replace(FAST, evict_latency_s=30.0))
+    assert result.livelock is None
+    assert all(j.state == DONE for j in jobs.values()) and jobs["A"].evictions >= 10
+    assert 5000 <= jobs["A"].first_start < jobs["B"].first_start
+
+
 def test_fair_sharing_orders_non_borrowing_entries_first():
     # Kueue's fair sharing tournament (fair_sharing_iterator.go, FairSharingPrioritizeNonBorrowing, on by default
     # since v0.17) puts an entry that does not borrow on the flavors it asks for before one that does, and only

@@ -97,3 +97,53 @@ def test_cli_block_size_and_request_reach_the_replay(tmp_path):
     assert never() == ([], {"flavor": "t", "topology": "gpu-network", "domain_nodes": 4, "request": "required"})
     assert never("--topology-blocks", "t=2")[0] == ["topology"]
     assert never("--topology-blocks", "t=2", "--tas-request", "preferred")[0] == []
+
+
+# Volcano: a job no session can ever bind is reported too (capability, deserved share, pool size).
+
+def volcano(queues, extra_pool=False, capacity_plugin=False):
+    from test_simulator_model import gpu_pool
+    from test_simulator_volcano import volcano_plan
+
+    data = volcano_plan(queues)  # pool p: 2 nodes of 8 GPUs
+    if extra_pool:
+        data["resources"].append(gpu_pool("o", 1, {"nvidia.com/gpu": 8}, 8))
+    if capacity_plugin:
+        release = next(r for r in data["resources"] if r["type"] == "kubernetes:helm.sh/v3:Release")
+        custom = release["inputs"]["values"]["custom"]
+        custom["scheduler_config_override"] = custom["scheduler_config_override"].replace("proportion", "capacity")
+    return load_model(data)
+
+
+def test_volcano_a_gang_above_its_queues_capability_is_blocked():
+    model = volcano({"a": {"weight": 1, "capability": {"nvidia.com/gpu": "8"}}, "b": {"weight": 1}})
+    result, jobs = run(model, [("ok", "a", 0, 10, 8), ("big", "a", 0, 10, 12), ("other", "b", 0, 10, 12)])
+    assert limits(result) == {"big": [("*", "quota", 8)]}
+    assert jobs["ok"].first_start is not None and jobs["big"].first_start is None
+    assert "capability allows at most 8 nvidia.com/gpu" in result.never_admittable[0].limits[0].message
+
+
+def test_volcano_capacity_plugin_blocks_by_capability_not_deserved():
+    # The capacity plugin allocates up to capability; deserved only decides what reclaim takes back.
+    model = volcano({"a": {"weight": 1, "deserved": {"nvidia.com/gpu": "4"}, "capability": {"nvidia.com/gpu": "8"}}},
+                    capacity_plugin=True)
+    assert "capacity" in model.plugins
+    result, jobs = run(model, [("above-deserved", "a", 0, 10, 8), ("above-capability", "a", 0, 10, 12)])
+    assert limits(result) == {"above-capability": [("*", "quota", 8)]}
+    assert jobs["above-deserved"].first_start is not None
+
+
+def test_volcano_a_gang_larger_than_every_pool_is_blocked_by_the_pools():
+    # 24 GPUs in the cluster (p 16, o 8), so the trace is valid; but a job's pods are bound into one pool.
+    model = volcano({"a": {"weight": 1}}, extra_pool=True)
+    result, jobs = run(model, [("ok", "a", 0, 10, 16), ("big", "a", 0, 10, 20)])
+    # 20 GPUs go in four 5-GPU pods, one per 8-GPU node: p holds 10, o 5.
+    assert sorted(limits(result)["big"]) == [("o", "pool", 5), ("p", "pool", 10)]
+    assert jobs["ok"].first_start is not None and jobs["big"].first_start is None
+
+
+def test_volcano_a_job_that_fits_later_is_not_reported():
+    # Proportion's deserved share grows to the whole cluster when the other queue is idle: 16 fits in time.
+    model = volcano({"a": {"weight": 1}, "b": {"weight": 1}})
+    result, jobs = run(model, [("b", "b", 0, 100, 8), ("a", "a", 1, 10, 16)])
+    assert limits(result) == {} and jobs["a"].first_start == 100

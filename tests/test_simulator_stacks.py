@@ -7,8 +7,9 @@ import pytest
 
 from gpu_platform.cli import main
 from gpu_platform.engine import plan_stack
-from gpu_platform.simulator import load_model
+from gpu_platform.simulator import SimulationError, load_model
 from gpu_platform.simulator.report import summarize
+from test_scheduling_stacks import planned
 from test_simulator_model import run
 
 
@@ -79,3 +80,9 @@ def test_gcp_dev_volcano_model_and_run(gcp_dev_plan):
     # alpha may hold at most its capability of 6 of the 8 L4s: two jobs wait for the first to end.
     assert sorted(j.first_start for j in jobs.values())[6] >= 100
     assert result.group_peaks["l4-train/nvidia.com/gpu"] == (6, 8)
+
+
+def test_a_kai_stack_is_refused_naming_what_is_not_modelled():
+    with pytest.raises(SimulationError, match="schedules with KAI Scheduler, which the simulator does not model "
+                                              r"\(hierarchical queues.*GPU fractions and PodGroup gangs\)"):
+        load_model(planned("gcp-dev", "kai"))

@@ -1,6 +1,7 @@
 """Simulator: trace readers (CSV, Gavel Philly-derived on ../shared/traces), synthetic generator, team mapping."""
 from __future__ import annotations
 
+import json
 import statistics
 
 import pytest
@@ -130,3 +131,27 @@ def test_team_mapping_by_name_file_and_auto(tmp_path):
     csv_map.write_text("x1,applied\nx2\n")
     with pytest.raises(SimulationError, match=r"teams.csv:2: expected trace_team,stack_team"):
         read_team_map(csv_map)
+
+
+def test_auto_deals_a_trace_team_only_to_stack_teams_with_quota_on_its_pools():
+    jobs = parse_csv(["1,x1,0,1,1,h100", "2,x2,0,1,1,h100", "3,x3,0,1,1,h100", "4,x4,0,1,1,l4", "5,x5,0,1,1,l4"])
+    quota = {"h100": {"research", "applied"}, "l4": {"serving"}}
+    eligible = lambda pools: [t for t in ["research", "applied", "serving"] if all(t in quota[p] for p in pools)]
+    mapped = map_teams(jobs, ["research", "applied", "serving"], "auto", eligible=eligible)
+    assert [j.team for j in mapped] == ["research", "applied", "research", "serving", "serving"]
+    # No team has quota on both pools: dealt as before, and the run reports what can never be admitted.
+    both = parse_csv(["1,x1,0,1,1,h100", "2,x1,0,1,1,l4", "3,x2,0,1,1,l4"])
+    assert [j.team for j in map_teams(both, ["research", "serving"], "auto", eligible=eligible)] == [
+        "research", "research", "serving"]
+
+
+def test_simulate_auto_never_deals_jobs_to_a_team_without_quota_on_the_pool(capsys):
+    # aws-prod: research and applied have h100-train quota, serving has none.
+    from gpu_platform.cli import main
+
+    assert main(["simulate", "aws-prod", "--trace", "synthetic:jobs=30,interarrival=60,teams=x1/x2/x3,pool=h100-train",
+                 "--team-map", "auto", "--baseline", "none", "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    submitted = {team: row["jobs_submitted"] for team, row in report["teams"].items()}
+    assert submitted["serving"] == 0 and submitted["research"] + submitted["applied"] == 30
+    assert report["never_admittable"] == []

@@ -11,7 +11,7 @@ from .types import GpuModel, InstanceType, MigProfile
 
 __all__ = [
     "CLOUDS", "CatalogError", "GpuModel", "InstanceType", "MigProfile", "close_matches",
-    "format_table", "gpu_model", "gpu_models", "instance_types", "lookup",
+    "equivalents", "format_table", "gpu_model", "gpu_models", "instance_types", "lookup",
 ]
 
 CLOUDS = ("aws", "azure", "gcp", "oci")
@@ -60,12 +60,38 @@ def lookup(cloud: str, instance_type: str) -> InstanceType:
     table = _table(cloud)
     if instance_type in table:
         return table[instance_type]
+    foreign = _on_another_cloud(cloud, instance_type)
+    if foreign is not None:
+        matches = equivalents(foreign, cloud)
+        same = f"{foreign.gpus}x {foreign.gpu.name}"
+        advice = (f"the same GPUs on {cloud}: {', '.join(matches)}" if matches
+                  else f"{cloud} has no {foreign.gpu.name} instance type; run `gpu-platform catalog --cloud {cloud}`")
+        raise CatalogError(f"{instance_type!r} is an instance type of {foreign.cloud} ({same}), not of {cloud}; {advice}",
+                           matches)
     matches = _suggest(instance_type, table)
     advice = (
         f"close matches: {', '.join(matches)}" if matches
         else f"run `gpu-platform catalog --cloud {cloud}` to list them"
     )
     raise CatalogError(f"unknown {cloud} instance type {instance_type!r}; {advice}", matches)
+
+
+def _on_another_cloud(cloud: str, instance_type: str) -> InstanceType | None:
+    """The row of another cloud that the name spells (in any case): a stack moved between clouds keeps its types.
+    Loaded only on a miss, so a valid stack still imports its own cloud's table alone."""
+    wanted = instance_type.lower()
+    return next((row for other in CLOUDS if other != cloud for name, row in _table(other).items()
+                 if name.lower() == wanted), None)
+
+
+def equivalents(row: InstanceType, cloud: str, limit: int = 3) -> list[str]:
+    """Up to ``limit`` of ``cloud``'s types with the same GPU model, nearest GPU count first, then those that match
+    whether ``row`` has a fast fabric."""
+    same_gpu = [other for other in _table(cloud).values() if other.gpu.name == row.gpu.name]
+    ranked = sorted(same_gpu, key=lambda other: (abs(other.gpus - row.gpus),
+                                                 (other.interconnect is None) != (row.interconnect is None),
+                                                 _natural_key(other.name)))
+    return [other.name for other in ranked[:limit]]
 
 
 def instance_types(cloud: str | None = None) -> list[InstanceType]:

@@ -238,6 +238,9 @@ class CloudProfile:
     cloud_plugin_gpu_id_type: str = "uid"
     # Where the cloud-installed driver lives, when not where the operator looks (hostPaths.driverInstallDir).
     managed_driver_root: str = ""
+    # The nccl-test image and all_reduce_perf path for pools without a fabric (NCCL over TCP sockets); ("", ""): the
+    # command's default, AWS's public nccl-tests image.
+    nccl_socket_test: tuple[str, str] = ("", "")
     # The operator's toolkit must hand GPUs to containers through CDI on this cloud's node OS.
     needs_cdi: bool = False
     # system-node-critical/system-cluster-critical pods outside kube-system need a ResourceQuota admitting them.
@@ -608,6 +611,9 @@ _INFINIBAND = Fabric(name="infiniband", resource="rdma/ib", chart="network-opera
 # lossless class); the per-shape NIC list (NCCL_IB_HCA) is in the catalog. NCCL_NET=IB fails rather than fall back to
 # TCP sockets. The device plugin is Mellanox's shared RDMA plugin (the one NVIDIA's Network Operator deploys), so a
 # pod gets /dev/infiniband without hostNetwork, privileged or a hostPath, which team Pod Security forbids.
+# Oracle's nccl-tests image (plain NCCL, Open MPI, sshd) and its all_reduce_perf path.
+_OCI_NCCL_TESTS = ("iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
+                   "/workspace/nccl-tests/build/all_reduce_perf")
 _OCI_RDMA = Fabric(
     name="rdma", resource="rdma/oci_rdma", chart="", repository="", version="", namespace="kube-system",
     env=(("NCCL_NET", "IB"), ("NCCL_IB_GID_INDEX", "3"), ("NCCL_IB_TC", "41"), ("NCCL_IB_SL", "0"),
@@ -618,8 +624,7 @@ _OCI_RDMA = Fabric(
                    '"selectors": {"vendors": ["15b3"]}}]}'),
     pod_units=1, labels_via_kubelet=True,
     fixed_size=True, required_extras=("tenancyId", "rdmaImageId"), unsupported_capacity=("spot",),
-    nccl_test_image="iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
-    nccl_test_binary="/workspace/nccl-tests/build/all_reduce_perf")
+    nccl_test_image=_OCI_NCCL_TESTS[0], nccl_test_binary=_OCI_NCCL_TESTS[1])
 # GKE GPUDirect (container-engine-accelerators gpudirect-tcpx/nccl-test-latest.yaml and nccl-config.yaml for TCPX,
 # gpudirect-tcpxo/nccl-test-latest.yaml for TCPXO; versions as GoogleCloudPlatform/cluster-toolkit
 # modules/compute/gke-node-pool/gpu_direct.tf pairs them: TCPX plugin v3.1.9 with RxDM v2.0.12, TCPXO plugin
@@ -1034,6 +1039,9 @@ PROFILES: dict[str, CloudProfile] = {
         # Bare-metal GPU pools on an RDMA cluster network of self-managed nodes (oci_fabric), as Oracle's
         # oci-hpc-oke quickstart builds them.
         fabrics={"rdma": _OCI_RDMA},
+        # Fabric-less OKE pools test with Oracle's own image too: its registry is the cloud's, and its NCCL carries no
+        # other cloud's network plugin.
+        nccl_socket_test=_OCI_NCCL_TESTS,
         # Neither OKE CNI enforces NetworkPolicy; Oracle's route is Calico ("Pod Networking").
         calico_policy_only=True,
         # Not OKE but Oracle's node labeler (oci-hpc-oke's oci-hpc-oke-utils chart, from instance metadata) writes

@@ -201,6 +201,10 @@ def team_quota_rules(pool_items: list[Any], pools: list[GpuPool], scheduler: Sch
         if team.name in kind.reserved_queue_names:
             problems.add(join(join("teams", i), "name"),
                          f"{team.name!r} is {kind.title}'s own {team.name} queue; choose another name")
+        if team.reclaim and kind.reclaim_rules is None:  # the reclaimer acts only through a scheduler's own objects
+            able = " or ".join(f"scheduler.kind: {k.name}" for k in KINDS.values() if k.reclaim_rules)
+            problems.add(join(join("teams", i), "reclaim"),
+                         f"the reclaimer cannot act through {kind.title}; needs {able}")
 
 
 def reclaim_opt_ins(items: Any, teams: list[Team], observability: Observability, problems: Problems) -> None:

@@ -23,14 +23,14 @@ _DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 _WIDTH = 24
 
 
-def _target(expr: str, legend: str = "", instant: bool = False) -> dict[str, Any]:
+def query(expr: str, legend: str = "", instant: bool = False) -> dict[str, Any]:
     target: dict[str, Any] = {"datasource": _DATASOURCE, "expr": expr, "legendFormat": legend}
     if instant:
         target.update(instant=True, range=False, format="table")
     return target
 
 
-def _panel(title: str, kind: str, targets: list[dict[str, Any]], unit: str = "short",
+def panel(title: str, kind: str, targets: list[dict[str, Any]], unit: str = "short",
            description: str = "") -> dict[str, Any]:
     return {"type": kind, "title": title, "description": description, "datasource": _DATASOURCE,
             "targets": targets, "fieldConfig": {"defaults": {"unit": unit}, "overrides": []}, "options": {}}
@@ -42,32 +42,32 @@ def _row(title: str) -> dict[str, Any]:
 
 def _allocation_panels(config: PlatformConfig) -> list[dict[str, Any]]:
     dcgm = config.observability.dcgm
-    team = [_target("namespace:gpu_platform_allocated_gpus:sum", "{{team}} allocated")]
-    pool = [_target("pool:gpu_platform_capacity_gpus:sum", "{{pool}} capacity"),
-            _target("pool:gpu_platform_allocated_gpus:sum", "{{pool}} allocated")]
+    team = [query("namespace:gpu_platform_allocated_gpus:sum", "{{team}} allocated")]
+    pool = [query("pool:gpu_platform_capacity_gpus:sum", "{{pool}} capacity"),
+            query("pool:gpu_platform_allocated_gpus:sum", "{{pool}} allocated")]
     if dcgm:
-        team.append(_target("namespace:gpu_platform_busy_gpus:sum", "{{team}} busy"))
-        pool.append(_target("pool:gpu_platform_busy_gpus:sum", "{{pool}} busy"))
+        team.append(query("namespace:gpu_platform_busy_gpus:sum", "{{team}} busy"))
+        pool.append(query("pool:gpu_platform_busy_gpus:sum", "{{pool}} busy"))
     panels = [
         _row("Allocated vs busy"),
-        _panel("GPUs per team: allocated vs busy", "timeseries", team, description=(
+        panel("GPUs per team: allocated vs busy", "timeseries", team, description=(
             "Allocated: devices requested by running pods. Busy: DCGM graphics-engine activity summed over them.")),
-        _panel("GPUs per pool: capacity, allocated, busy", "timeseries", pool),
+        panel("GPUs per pool: capacity, allocated, busy", "timeseries", pool),
     ]
     if dcgm:
         slo = config.observability.slo.min_utilization
         panels += [
-            _panel("Effective utilization per team", "timeseries", [
-                _target("namespace:gpu_platform_effective_utilization:ratio", "{{team}}"),
-                _target(f"vector({slo:g})", "objective")], unit="percentunit"),
-            _panel("Effective utilization per pool", "timeseries", [
-                _target("pool:gpu_platform_effective_utilization:ratio", "{{pool}}")], unit="percentunit"),
-            _panel("Idle allocated GPUs", "table", [
-                _target("pod:gpu_platform_idle_gpus:sum", instant=True)], description=(
+            panel("Effective utilization per team", "timeseries", [
+                query("namespace:gpu_platform_effective_utilization:ratio", "{{team}}"),
+                query(f"vector({slo:g})", "objective")], unit="percentunit"),
+            panel("Effective utilization per pool", "timeseries", [
+                query("pool:gpu_platform_effective_utilization:ratio", "{{pool}}")], unit="percentunit"),
+            panel("Idle allocated GPUs", "table", [
+                query("pod:gpu_platform_idle_gpus:sum", instant=True)], description=(
                 f"Pods whose every GPU has had engine activity below 5%; they alert after "
                 f"{config.observability.slo.idle_minutes} minutes.")),
-            _panel("SLO error budget burn (fraction of the last 6h below objective)", "timeseries", [
-                _target("namespace:gpu_platform_utilization_slo_errors:ratio6h", "{{team}}")], unit="percentunit"),
+            panel("SLO error budget burn (fraction of the last 6h below objective)", "timeseries", [
+                query("namespace:gpu_platform_utilization_slo_errors:ratio6h", "{{team}}")], unit="percentunit"),
         ]
     return panels
 
@@ -75,64 +75,44 @@ def _allocation_panels(config: PlatformConfig) -> list[dict[str, Any]]:
 def _queue_panels(config: PlatformConfig) -> list[dict[str, Any]]:
     panels = [
         _row(f"Queues ({config.scheduler.kind})"),
-        _panel("Pending GPUs per team (pods)", "timeseries", [
-            _target("namespace:gpu_platform_pending_gpus:sum", "{{team}}")]),
+        panel("Pending GPUs per team (pods)", "timeseries", [
+            query("namespace:gpu_platform_pending_gpus:sum", "{{team}}")]),
     ]
-    if scheduler_kind(config.scheduler.kind).workloads:  # the workload and quota series the recording rules keep
-        panels += [
-            _panel("Admission wait (p50 / p90)", "timeseries", [
-                _target("cluster_queue:gpu_platform_admission_wait_seconds:p50", "{{team}} p50"),
-                _target("cluster_queue:gpu_platform_admission_wait_seconds:p90", "{{team}} p90")], unit="s"),
-            _panel("Pending workloads per team", "timeseries", [
-                _target("cluster_queue:gpu_platform_pending_workloads:sum", "{{team}}")]),
-            _panel("Quota used vs nominal per team and pool", "timeseries", [
-                _target("cluster_queue_pool:gpu_platform_quota_used_gpus:sum", "{{team}}/{{pool}} used"),
-                _target("cluster_queue_pool:gpu_platform_nominal_quota_gpus:sum", "{{team}}/{{pool}} nominal")]),
-        ]
-    else:
-        panels += [
-            _panel("Job scheduling latency (p90)", "timeseries", [
-                _target("gpu_platform:volcano_job_scheduling_seconds:p90", "p90"),
-                _target("queue:gpu_platform_job_scheduling_seconds:max", "{{team}} slowest job")], unit="s"),
-            _panel("Pending vs allocated GPUs per queue", "timeseries", [
-                _target("queue:gpu_platform_pending_gpus:sum", "{{team}} pending"),
-                _target("queue:gpu_platform_allocated_gpus:sum", "{{team}} allocated")]),
-        ]
-    return panels
+    return panels + scheduler_kind(config.scheduler.kind).monitoring().dashboard_panels()
 
 
 def _health_panels() -> list[dict[str, Any]]:
     return [
         _row("GPU health"),
-        _panel("GPUs with XID errors", "table", [
-            _target("DCGM_FI_DEV_XID_ERRORS > 0", instant=True)]),
-        _panel("Uncorrectable memory errors (last hour)", "table", [
-            _target("increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[1h]) > 0", instant=True),
-            _target("DCGM_FI_DEV_ROW_REMAP_FAILURE > 0", instant=True)]),
-        _panel("Hottest GPU per node", "timeseries", [
-            _target("max by (Hostname) (DCGM_FI_DEV_GPU_TEMP)", "{{Hostname}}"),
-            _target(f"vector({HOT_GPU_CELSIUS})", "alert threshold")], unit="celsius"),
-        _panel("Power and thermal throttling", "timeseries", [
-            _target("max by (Hostname) (rate(DCGM_FI_DEV_POWER_VIOLATION[10m]) / 1e9)", "{{Hostname}} power"),
-            _target("max by (Hostname) (rate(DCGM_FI_DEV_THERMAL_VIOLATION[10m]) / 1e9)", "{{Hostname}} thermal")],
+        panel("GPUs with XID errors", "table", [
+            query("DCGM_FI_DEV_XID_ERRORS > 0", instant=True)]),
+        panel("Uncorrectable memory errors (last hour)", "table", [
+            query("increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[1h]) > 0", instant=True),
+            query("DCGM_FI_DEV_ROW_REMAP_FAILURE > 0", instant=True)]),
+        panel("Hottest GPU per node", "timeseries", [
+            query("max by (Hostname) (DCGM_FI_DEV_GPU_TEMP)", "{{Hostname}}"),
+            query(f"vector({HOT_GPU_CELSIUS})", "alert threshold")], unit="celsius"),
+        panel("Power and thermal throttling", "timeseries", [
+            query("max by (Hostname) (rate(DCGM_FI_DEV_POWER_VIOLATION[10m]) / 1e9)", "{{Hostname}} power"),
+            query("max by (Hostname) (rate(DCGM_FI_DEV_THERMAL_VIOLATION[10m]) / 1e9)", "{{Hostname}} thermal")],
             unit="percentunit"),
-        _panel("DCGM exporters down", "table", [_target(f'up{{job=~"{DCGM_JOB}"}} == 0', instant=True)]),
+        panel("DCGM exporters down", "table", [query(f'up{{job=~"{DCGM_JOB}"}} == 0', instant=True)]),
     ]
 
 
 def _layout(panels: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows span the width; other panels go two per line."""
     y, x, laid = 0, 0, []
-    for i, panel in enumerate(panels, start=1):
-        if panel["type"] == "row":
+    for i, item in enumerate(panels, start=1):
+        if item["type"] == "row":
             y, x = y + (8 if x else 0), 0
-            panel = {**panel, "gridPos": {"h": 1, "w": _WIDTH, "x": 0, "y": y}}
+            item = {**item, "gridPos": {"h": 1, "w": _WIDTH, "x": 0, "y": y}}
             y += 1
         else:
-            panel = {**panel, "gridPos": {"h": 8, "w": _WIDTH // 2, "x": x, "y": y}}
+            item = {**item, "gridPos": {"h": 8, "w": _WIDTH // 2, "x": x, "y": y}}
             x = (x + _WIDTH // 2) % _WIDTH
             y += 8 if x == 0 else 0
-        laid.append({"id": i, **panel})
+        laid.append({"id": i, **item})
     return laid
 
 

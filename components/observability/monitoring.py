@@ -11,40 +11,24 @@ from components.config.model import PlatformConfig
 from components.observability.dashboard import dashboard_config_map, dashboard_json
 from components.observability.prometheus import selector_labels
 from components.observability.rules import alert_groups, recording_groups
-from components.scheduling.kinds import scheduler_kind
+from components.scheduling.kinds import SCHEDULERS, scheduler_kind
 
 API = "monitoring.coreos.com/v1"
 PART_OF = {"app.kubernetes.io/part-of": "gpu-platform"}
 
 
-def scheduler_monitor_spec(kind: str) -> dict[str, Any]:
-    """Scrape Kueue's controller or Volcano's scheduler: neither chart's own monitor carries our selector label."""
-    return {"namespaceSelector": {"matchNames": [scheduler_kind(kind).namespace]}, **_SCRAPE[kind]}
-
-
-# Per scheduler kind (components/scheduling/kinds.py): which service of its release serves metrics, and how.
-_SCRAPE: dict[str, dict[str, Any]] = {
-    "kueue": {
-        # The metrics service shares the controller's labels with the webhook and visibility services.
-        "selector": {"matchLabels": {"app.kubernetes.io/name": "kueue", "control-plane": "controller-manager"},
-                     "matchExpressions": [{"key": "app.kubernetes.io/component", "operator": "NotIn",
-                                           "values": ["webhook-service", "visibility-service"]}]},
-        # Kueue serves metrics over HTTPS behind authn/authz with a self-signed certificate (its chart's own
-        # ServiceMonitor does the same): Prometheus authenticates with its ServiceAccount token.
-        "endpoints": [{"port": "https", "scheme": "https", "path": "/metrics", "interval": "30s",
-                       "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
-                       "tlsConfig": {"insecureSkipVerify": True}}],
-    },
-    "volcano": {
-        "selector": {"matchLabels": {"app": "volcano-scheduler"}},
-        "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "30s"}],
-    },
-}
+def scheduler_monitor_spec(kind: str) -> dict[str, Any] | None:
+    """Scrape the scheduler's metrics service (its package's monitoring.SCRAPE): no chart's own monitor carries our
+    selector label. None: the platform does not scrape this scheduler."""
+    row = scheduler_kind(kind)
+    scrape = row.monitoring().SCRAPE
+    return {"namespaceSelector": {"matchNames": [row.namespace]}, **scrape} if scrape is not None else None
 
 
 def scraped_schedulers() -> tuple[str, ...]:
-    """The scheduler kinds GpuMonitoring can scrape."""
-    return tuple(_SCRAPE)
+    """The scheduler kinds GpuMonitoring can watch: every registered one (one without a scrape target gets no
+    ServiceMonitor)."""
+    return SCHEDULERS
 
 
 @dataclass
@@ -62,7 +46,7 @@ class GpuMonitoringArgs:
     dashboard: str
     """The Grafana dashboard JSON file, loaded by Grafana's dashboard sidecar."""
     scheduler: Optional[str] = "kueue"
-    """Whose metrics to scrape: `kueue` or `volcano`."""
+    """Whose metrics to scrape: a `scheduler.kind` (components/scheduling/kinds.py)."""
 
     def __post_init__(self) -> None:
         fill_defaults(self)
@@ -99,7 +83,9 @@ class GpuMonitoring(pulumi.ComponentResource):
         custom("recording-rules", "PrometheusRule", "gpu-platform-recording", {"groups": recording})
         custom("alerts", "PrometheusRule", "gpu-platform-alerts", {"groups": alerts})
         kind = args.scheduler
-        custom(f"{kind}-monitor", "ServiceMonitor", f"gpu-platform-{kind}", scheduler_monitor_spec(kind))
+        monitor = scheduler_monitor_spec(kind)
+        if monitor is not None:
+            custom(f"{kind}-monitor", "ServiceMonitor", f"gpu-platform-{kind}", monitor)
         dashboard_config_map(f"{name}-dashboard", args.dashboard, namespace, child)
         self.namespace_name = pulumi.Output.from_input(namespace)
         self.register_outputs({"namespace": namespace})

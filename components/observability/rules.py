@@ -52,7 +52,7 @@ def _minutes(duration: str) -> int:
     return int(duration[:-1]) * {"m": 1, "h": 60, "d": 1440}[duration[-1]]
 
 
-def _team(expr: str, source: str = "namespace") -> str:
+def by_team(expr: str, source: str = "namespace") -> str:
     """A team is its namespace (and its ClusterQueue or Volcano Queue): copy that name into a `team` label."""
     return f'label_replace({expr}, "team", "$1", "{source}", "(.+)")'
 
@@ -77,7 +77,7 @@ def _ksm_gpu_requests(phase: str) -> str:
             f'  and on (namespace, pod) (kube_pod_status_phase{{phase="{phase}"}} == 1)')
 
 
-def _record(name: str, expr: str) -> dict[str, Any]:
+def record(name: str, expr: str) -> dict[str, Any]:
     return {"record": name, "expr": expr}
 
 
@@ -107,97 +107,55 @@ def _percent(ratio: float) -> str:
 def _gpu_rules(dcgm: bool) -> list[dict[str, Any]]:
     """Allocation from pod requests, activity from DCGM, then per team (namespace), team x pool and pool."""
     rules = [
-        _record(POOL_INFO, f'max by (node, pool) (label_replace(kube_node_labels, "pool", "$1", "{POOL_NODE_LABEL}", '
+        record(POOL_INFO, f'max by (node, pool) (label_replace(kube_node_labels, "pool", "$1", "{POOL_NODE_LABEL}", '
                            '"(.+)"))'),
-        _record("pool:gpu_platform_capacity_gpus:sum",
+        record("pool:gpu_platform_capacity_gpus:sum",
                 f'sum by (pool) (kube_node_status_allocatable{{resource=~"{KSM_GPU_RESOURCES}"}}\n'
                 f'  * on (node) group_left (pool) {POOL_INFO})'),
         # The pod's uid (kube-state-metrics' label) rides along to the idle alert: the reclaimer acts only on the
         # pod the alert is about, never on a re-created pod of the same name.
-        _record(ALLOCATED, _team(f"sum by (namespace, pod, uid, node) (\n  {_ksm_gpu_requests('Running')}\n)\n"
+        record(ALLOCATED, by_team(f"sum by (namespace, pod, uid, node) (\n  {_ksm_gpu_requests('Running')}\n)\n"
                                  f"* on (node) group_left (pool) {POOL_INFO}")),
-        _record(PENDING, _team(f"sum by (namespace, pod) (\n  {_ksm_gpu_requests('Pending')}\n)")),
-        _record("namespace:gpu_platform_pending_gpus:sum", f"sum by (namespace, team) ({PENDING})"),
-        _record("namespace:gpu_platform_allocated_gpus:sum", f"sum by (namespace, team) ({ALLOCATED})"),
-        _record("namespace_pool:gpu_platform_allocated_gpus:sum", f"sum by (namespace, team, pool) ({ALLOCATED})"),
-        _record("pool:gpu_platform_allocated_gpus:sum", f"sum by (pool) ({ALLOCATED})"),
+        record(PENDING, by_team(f"sum by (namespace, pod) (\n  {_ksm_gpu_requests('Pending')}\n)")),
+        record("namespace:gpu_platform_pending_gpus:sum", f"sum by (namespace, team) ({PENDING})"),
+        record("namespace:gpu_platform_allocated_gpus:sum", f"sum by (namespace, team) ({ALLOCATED})"),
+        record("namespace_pool:gpu_platform_allocated_gpus:sum", f"sum by (namespace, team, pool) ({ALLOCATED})"),
+        record("pool:gpu_platform_allocated_gpus:sum", f"sum by (pool) ({ALLOCATED})"),
     ]
     if not dcgm:
         return rules
     measured = f"({ALLOCATED} and {BUSY})"  # devices whose activity DCGM attributes to the pod
     rules += [
-        _record(BUSY, _on_running_gpu_pods(
+        record(BUSY, _on_running_gpu_pods(
             f'sum by (namespace, pod) ({_dcgm("DCGM_FI_PROF_GR_ENGINE_ACTIVE")})')),
-        _record(ENGINE_MAX, _on_running_gpu_pods(
+        record(ENGINE_MAX, _on_running_gpu_pods(
             f'max by (namespace, pod) ({_dcgm("DCGM_FI_PROF_GR_ENGINE_ACTIVE")})')),
-        _record("pod:gpu_platform_sm_active:avg", _on_running_gpu_pods(
+        record("pod:gpu_platform_sm_active:avg", _on_running_gpu_pods(
             f'avg by (namespace, pod) ({_dcgm("DCGM_FI_PROF_SM_ACTIVE")})')),
-        _record("pod:gpu_platform_tensor_active:avg", _on_running_gpu_pods(
+        record("pod:gpu_platform_tensor_active:avg", _on_running_gpu_pods(
             f'avg by (namespace, pod) ({_dcgm("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")})')),
-        _record("pod:gpu_platform_effective_utilization:ratio", f"clamp_max({BUSY} / {ALLOCATED}, 1)"),
+        record("pod:gpu_platform_effective_utilization:ratio", f"clamp_max({BUSY} / {ALLOCATED}, 1)"),
         # Idle means every device of the pod is idle: a job busy on one of its GPUs is not reclaimed.
-        _record(IDLE, f"{ALLOCATED} and ({ENGINE_MAX} < {IDLE_ACTIVITY})"),
-        _record("namespace:gpu_platform_busy_gpus:sum", f"sum by (namespace, team) ({BUSY})"),
-        _record("namespace:gpu_platform_idle_gpus:sum", f"sum by (namespace, team) ({IDLE})"),
-        _record(TEAM_UTILIZATION, f"clamp_max(\n  sum by (namespace, team) ({BUSY})\n"
+        record(IDLE, f"{ALLOCATED} and ({ENGINE_MAX} < {IDLE_ACTIVITY})"),
+        record("namespace:gpu_platform_busy_gpus:sum", f"sum by (namespace, team) ({BUSY})"),
+        record("namespace:gpu_platform_idle_gpus:sum", f"sum by (namespace, team) ({IDLE})"),
+        record(TEAM_UTILIZATION, f"clamp_max(\n  sum by (namespace, team) ({BUSY})\n"
                                   f"  / sum by (namespace, team) {measured},\n  1\n)"),
-        _record("namespace_pool:gpu_platform_busy_gpus:sum", f"sum by (namespace, team, pool) ({BUSY})"),
-        _record("pool:gpu_platform_busy_gpus:sum", f"sum by (pool) ({BUSY})"),
-        _record("pool:gpu_platform_idle_gpus:sum", f"sum by (pool) ({IDLE})"),
-        _record("pool:gpu_platform_effective_utilization:ratio",
+        record("namespace_pool:gpu_platform_busy_gpus:sum", f"sum by (namespace, team, pool) ({BUSY})"),
+        record("pool:gpu_platform_busy_gpus:sum", f"sum by (pool) ({BUSY})"),
+        record("pool:gpu_platform_idle_gpus:sum", f"sum by (pool) ({IDLE})"),
+        record("pool:gpu_platform_effective_utilization:ratio",
                 f"clamp_max(sum by (pool) ({BUSY}) / sum by (pool) {measured}, 1)"),
     ]
     return rules
 
 
 def _slo_rules(min_utilization: float) -> list[dict[str, Any]]:
-    rules = [_record(BELOW_SLO, f"{TEAM_UTILIZATION} < bool {min_utilization:g}")]
+    rules = [record(BELOW_SLO, f"{TEAM_UTILIZATION} < bool {min_utilization:g}")]
     # Divided by the whole window (one sample per GROUP_INTERVAL), not by the samples present: time without GPUs is
     # not time below the objective, and a team that just started cannot have burnt a 6-hour window yet.
-    rules += [_record(slo_errors(w), f"sum_over_time({BELOW_SLO}[{w}]) / {_minutes(w)}") for w in SLO_WINDOWS]
+    rules += [record(slo_errors(w), f"sum_over_time({BELOW_SLO}[{w}]) / {_minutes(w)}") for w in SLO_WINDOWS]
     return rules
-
-
-def _kueue_rules() -> list[dict[str, Any]]:
-    """Kueue's ClusterQueues are named after teams and its ResourceFlavors after pools."""
-    def by_queue(expr: str) -> str:
-        return _team(expr, "cluster_queue")
-
-    def quota(metric: str) -> str:
-        return by_queue(f'label_replace(sum by (cluster_queue, flavor) ({metric}{{resource=~"{GPU_RESOURCES}"}}), '
-                        '"pool", "$1", "flavor", "(.+)")')
-
-    def wait(q: float) -> str:
-        return by_queue(f"histogram_quantile({q:g}, sum by (cluster_queue, le) "
-                        "(rate(kueue_admission_wait_time_seconds_bucket[15m])))")
-
-    return [
-        _record("cluster_queue:gpu_platform_pending_workloads:sum",
-                by_queue("sum by (cluster_queue) (kueue_pending_workloads)")),
-        _record("cluster_queue:gpu_platform_admission_wait_seconds:p50", wait(0.5)),
-        _record("cluster_queue:gpu_platform_admission_wait_seconds:p90", wait(0.9)),
-        _record("cluster_queue_pool:gpu_platform_quota_used_gpus:sum", quota("kueue_cluster_queue_resource_usage")),
-        _record("cluster_queue_pool:gpu_platform_nominal_quota_gpus:sum", quota("kueue_cluster_queue_nominal_quota")),
-    ]
-
-
-def _volcano_rules() -> list[dict[str, Any]]:
-    """Volcano Queues are named after teams; it reports scalar resources such as GPUs in thousandths."""
-    def gpus(metric: str) -> str:
-        return f'sum by (queue_name) ({metric}{{resource=~"{GPU_RESOURCES}"}}) / 1000'
-
-    return [
-        _record("queue:gpu_platform_allocated_gpus:sum",
-                _team(gpus("volcano_queue_allocated_scalar_resources"), "queue_name")),
-        _record("queue:gpu_platform_pending_gpus:sum", _team(
-            f'clamp_min({gpus("volcano_queue_request_scalar_resources")} - '
-            f'{gpus("volcano_queue_allocated_scalar_resources")}, 0)', "queue_name")),
-        _record("gpu_platform:volcano_job_scheduling_seconds:p90",
-                "histogram_quantile(0.9, sum by (le) "
-                "(rate(volcano_e2e_job_scheduling_latency_milliseconds_bucket[15m]))) / 1000"),
-        _record("queue:gpu_platform_job_scheduling_seconds:max",
-                _team("max by (queue) (volcano_e2e_job_scheduling_duration) / 1000", "queue")),
-    ]
 
 
 def recording_groups(config: PlatformConfig) -> list[dict[str, Any]]:
@@ -206,9 +164,10 @@ def recording_groups(config: PlatformConfig) -> list[dict[str, Any]]:
     groups = [_group("gpu-platform.gpus", _gpu_rules(obs.dcgm))]
     if obs.dcgm:
         groups.append(_group("gpu-platform.slo", _slo_rules(obs.slo.min_utilization)))
-    # Kueue exports per-ClusterQueue workload and quota metrics; Volcano only per-queue pod metrics.
-    queue_rules = _kueue_rules() if scheduler_kind(config.scheduler.kind).workloads else _volcano_rules()
-    groups.append(_group(f"gpu-platform.{config.scheduler.kind}", queue_rules))
+    # Each scheduler exports its own queue metrics (its package's monitoring.py).
+    queue_rules = scheduler_kind(config.scheduler.kind).monitoring().recording_rules()
+    if queue_rules:
+        groups.append(_group(f"gpu-platform.{config.scheduler.kind}", queue_rules))
     return groups
 
 
@@ -340,22 +299,10 @@ def _queue_alerts(config: PlatformConfig) -> list[dict[str, Any]]:
         "kubectl describe pod: look for unsatisfiable requests (wrong GPU count or MIG profile), missing "
         "tolerations, a GPU pool at maxNodes, or a gang that never fits. Compare the team's quota with its usage "
         "in the dashboard.", for_="5m")]
-    if scheduler_kind(config.scheduler.kind).workloads:
-        expr = ("cluster_queue:gpu_platform_pending_workloads:sum > 0\n"
-                "unless on (cluster_queue) (sum by (cluster_queue) (increase(kueue_admitted_workloads_total[5m])) > 0)")
-        description = ("ClusterQueue {{ $labels.cluster_queue }} of team {{ $labels.team }} has had pending "
-                       f"workloads for {minutes} minutes and admitted none of them.")
-        runbook = ("kubectl get workloads -n <team> and describe the pending ones: an Inadmissible condition names "
-                   "the missing quota or flavor. Check the ClusterQueue's usage against its nominal quota and "
-                   "borrowing limit, and whether the GPU pool can scale up.")
-    else:
-        expr = ("queue:gpu_platform_pending_gpus:sum > 0\n"
-                f'unless on (queue_name) (sum by (queue_name) (changes(volcano_queue_allocated_scalar_resources'
-                f'{{resource=~"{GPU_RESOURCES}"}}[5m])) > 0)')
-        description = ("Volcano queue {{ $labels.queue_name }} of team {{ $labels.team }} has had GPU requests "
-                       f"waiting for {minutes} minutes while its GPU allocation did not change.")
-        runbook = ("kubectl get podgroups -n <team> and describe the pending ones for the unschedulable reason; "
-                   "check the queue's capability and whether the GPU pool can scale up.")
+    pending = scheduler_kind(config.scheduler.kind).monitoring().pending_alert(minutes)
+    if pending is None:
+        return alerts
+    expr, description, runbook = pending
     # `for` makes "pending and nothing admitted" hold for the whole threshold, not just the last 5 minutes.
     alerts.append(_alert("GPUWorkloadsPendingTooLong", expr, "warning",
                          "GPU workloads of team {{ $labels.team }} have waited over " f"{minutes}m",

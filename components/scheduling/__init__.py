@@ -1,1 +1,2 @@
-"""Scheduling: priority classes, and Kueue or Volcano queues sized from each team's GPU quotas."""
+"""Scheduling: priority classes, job frameworks, and one package per batch scheduler (kueue/, volcano/, kai/),
+each registered by one import line in kinds.py."""

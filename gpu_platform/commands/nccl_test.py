@@ -2,6 +2,7 @@
 GPU pool, as YAML for `kubectl apply -f -`."""
 from __future__ import annotations
 
+import sys
 
 import yaml
 
@@ -20,9 +21,9 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from gpu_platform.engine.plan import validate_stack
-    from gpu_platform.nccl_manifest import ManifestError, manifest, pick_team, ssh_key_pair
+    from gpu_platform.nccl_manifest import ManifestError, manifest, pick_team, socket_note, ssh_key_pair
 
-    _, path, _, config = validate_stack(args.stack, args.file)
+    _, path, _, config = validate_stack(args.stack, args.file, stacks_dir=args.stacks_dir)
     print_warnings(config_warnings(config))
     pool = next((p for p in config.gpu_pools if p.name == args.pool), None)
     if pool is None:
@@ -33,5 +34,7 @@ def run(args) -> int:
         objects = manifest(config, pool, args.nodes, team, ssh_key_pair())
     except ManifestError as exc:
         raise UsageError(str(exc)) from None
+    if note := socket_note(config, pool):
+        print(f"note: {note}", file=sys.stderr)
     write_output(yaml.safe_dump_all(objects, sort_keys=False), args.out)
     return 0

@@ -8,13 +8,17 @@ from gpu_platform.engine.plan import Plan
 
 # `plan --diff` exit code when the change replaces or deletes a resource, so CI can stop destructive changes.
 DESTRUCTIVE = 1
+FORMATS = ("tree", "json", "markdown", "mermaid")
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("plan", help="plan a stack offline and print its resource graph")
     add_stack_arguments(parser)
     add_program_argument(parser)
-    parser.add_argument("--format", choices=("tree", "json"), default="tree")
+    parser.add_argument("--format", choices=FORMATS, default="tree",
+                        help="tree: summary and resources; json: the plan (for --diff, check --plan, simulate); "
+                             "markdown: the summary (with --diff, the change) for a pull request or "
+                             "$GITHUB_STEP_SUMMARY; mermaid: a picture of pools, teams, queues and borrowing")
     parser.add_argument("--diff", metavar="OLD.json",
                         help="compare with a previous `plan --format json`: what this change adds, changes, "
                              "replaces and deletes (exit 1 if it replaces or deletes anything)")
@@ -25,6 +29,8 @@ def run(args) -> int:
     from gpu_platform.engine.diff import (PlanFileError, diff_json, diff_plans, read_plan_file, render_diff,
                                           same_stack)
 
+    if args.diff and args.format == "mermaid":
+        raise UsageError("--diff compares plans; --format mermaid pictures one (drop --diff)")
     old = None
     if args.diff:
         try:
@@ -38,12 +44,30 @@ def run(args) -> int:
         except PlanFileError as exc:
             raise UsageError(f"--diff {exc}") from None
         diff = diff_plans(old, plan)
-        text = json.dumps(diff_json(diff), indent=2, sort_keys=True) if args.format == "json" else render_diff(diff)
+        if args.format == "json":
+            text = json.dumps(diff_json(diff), indent=2, sort_keys=True)
+        elif args.format == "markdown":
+            from gpu_platform.engine.markdown import render_markdown_diff
+            text = render_markdown_diff(old, plan, diff, args.diff)
+        else:
+            text = render_diff(diff)
         write_output(text, args.out)
         return DESTRUCTIVE if diff.destructive else 0
-    text = json.dumps(plan.to_json(), indent=2, sort_keys=True) if args.format == "json" else render_tree(plan)
-    write_output(text, args.out)
+    write_output(render(plan, args.format), args.out)
     return 0
+
+
+def render(plan: Plan, fmt: str) -> str:
+    """`plan` in one of FORMATS (without --diff)."""
+    if fmt == "json":
+        return json.dumps(plan.to_json(), indent=2, sort_keys=True)
+    if fmt == "markdown":
+        from gpu_platform.engine.markdown import render_markdown
+        return render_markdown(plan)
+    if fmt == "mermaid":
+        from gpu_platform.engine.mermaid import render_mermaid
+        return render_mermaid(plan)
+    return render_tree(plan)
 
 
 def render_tree(plan: Plan) -> str:

@@ -124,7 +124,7 @@ def _run(args) -> int:
     else:
         from gpu_platform.engine import plan_stack
 
-        plan = plan_stack(args.stack, args.file)
+        plan = plan_stack(args.stack, args.file, stacks_dir=args.stacks_dir)
         print_warnings(config_warnings(plan.config))
     model = load_model(plan)
     model = model.with_nodes(_nodes(args.nodes))
@@ -142,7 +142,9 @@ def _run(args) -> int:
         trace = traces.read_csv(args.trace)
     mapping = args.team_map if args.team_map in (None, "auto") else traces.read_team_map(args.team_map)
     trace = traces.map_teams(trace, stack_teams, mapping,
-                             known=lambda name: (model.team_for(name).name if model.team_for(name) else None))
+                             known=lambda name: (model.team_for(name).name if model.team_for(name) else None),
+                             eligible=lambda pools: [name for name in stack_teams if all(
+                                 model.has_quota(model.teams[name], pool or args.pool) for pool in pools)])
     timing = DEFAULT_TIMING if args.cycle is None else replace(DEFAULT_TIMING, cycle_s=args.cycle)
     last_submit = max((job.submit_s for job in trace), default=0.0)
     result = simulate(model, trace, timing, args.horizon, args.pool, progress=Progress("stack", last_submit))

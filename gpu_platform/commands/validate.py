@@ -26,12 +26,12 @@ def run(args) -> int:
         except PlanFileError as exc:
             raise UsageError(f"--against {exc}") from None
     if old is None:
-        _, path, _, config = validate_stack(args.stack, args.file)
+        _, path, _, config = validate_stack(args.stack, args.file, stacks_dir=args.stacks_dir)
     else:
         from gpu_platform.engine import plan_stack
 
         # Planning validates first: the same checks, run once.
-        new = plan_stack(args.stack, args.file)
+        new = plan_stack(args.stack, args.file, stacks_dir=args.stacks_dir)
         path, config = new.stack_file, new.config
     # The policy pack would refuse these exemptions (a finding, never applied): validate says so before any run.
     issues = context.for_config(config).exemptions.issues

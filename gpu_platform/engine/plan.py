@@ -65,15 +65,52 @@ class Plan:
         return [r for r in self.resources if r.type == type_]
 
 
-def stack_path(stack: str | None, file: str | Path | None) -> tuple[str, Path]:
-    """The stack name and its file: `stacks/Pulumi.<stack>.yaml`, or any `Pulumi.<name>.yaml` given by path."""
+def stack_dirs(stacks_dir: str | Path | None = None) -> tuple[Path, ...]:
+    """Where a stack name is looked up, in order: `--stacks-dir` alone when given; else the working directory's
+    `stacks/`, the working directory itself (a user's Pulumi project keeps `Pulumi.<stack>.yaml` beside
+    `Pulumi.yaml`), then this project's example stacks, so a user's stacks need not live in a fork."""
+    if stacks_dir is not None:
+        return (Path(stacks_dir),)
+    cwd = Path.cwd()
+    return tuple(dict.fromkeys((cwd / "stacks", cwd, PROJECT_ROOT / "stacks")))
+
+
+def stacks_in(directory: Path) -> list[str]:
+    """The stack names a directory holds (`Pulumi.<stack>.yaml`)."""
+    try:
+        return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in directory.glob("Pulumi.*.yaml"))
+    except OSError:
+        return []
+
+
+def find_stack(stack: str, stacks_dir: str | Path | None = None) -> Path:
+    """The first `Pulumi.<stack>.yaml` in `stack_dirs`; a ConfigError naming every directory searched and the stacks
+    each holds when none has it."""
+    dirs = stack_dirs(stacks_dir)
+    for directory in dirs:
+        path = directory / f"Pulumi.{stack}.yaml"
+        if path.is_file():
+            return path
+    if stacks_dir is not None and not dirs[0].is_dir():
+        raise ConfigError([Problem("stacks-dir", f"{stacks_dir} is not a directory")], "command line")
+    found = "; ".join(f"{d}: {', '.join(stacks_in(d)) or 'none'}" for d in dirs if d.is_dir())
+    raise ConfigError([Problem("stack", f"no stack {stack!r} (Pulumi.{stack}.yaml); stacks found: {found}. "
+                                        "Name one of them, pass --stacks-dir DIR, or --file PATH")], "command line")
+
+
+def stack_path(stack: str | None, file: str | Path | None, stacks_dir: str | Path | None = None) -> tuple[str, Path]:
+    """The stack name and its file: `Pulumi.<stack>.yaml` found by `find_stack`, or any `Pulumi.<name>.yaml` given by
+    path."""
     if file is not None:
+        if stacks_dir is not None:
+            raise ConfigError([Problem("stacks-dir", "names where stack names are looked up; --file gives a path "
+                                                     "already: pass one of them")], "command line")
         path = Path(file)
         name = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
         return name, path
     if not stack:
         raise ConfigError([Problem("stack", "name a stack (e.g. aws-prod) or pass --file PATH")], "command line")
-    return stack, PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+    return stack, find_stack(stack, stacks_dir)
 
 
 def project_defaults() -> dict[str, Any]:
@@ -93,9 +130,9 @@ def read_stack_config(path: Path) -> dict[str, Any]:
 
 
 def validate_stack(stack: str | None = None, file: str | Path | None = None,
-                   config_overrides: dict[str, Any] | None = None):
+                   config_overrides: dict[str, Any] | None = None, stacks_dir: str | Path | None = None):
     """The stack's name, file, raw config (as the CLI would pass it) and validated config; ConfigError if invalid."""
-    name, path = stack_path(stack, file)
+    name, path = stack_path(stack, file, stacks_dir)
     config = {**read_stack_config(path), **(config_overrides or {})}
     raw, key_problems = split_namespace(config)
     validated = load(raw, key_problems, str(path))
@@ -109,9 +146,9 @@ def validate_stack(stack: str | None = None, file: str | Path | None = None,
 
 
 def plan_stack(stack: str | None = None, file: str | Path | None = None,
-               config_overrides: dict[str, Any] | None = None) -> Plan:
+               config_overrides: dict[str, Any] | None = None, stacks_dir: str | Path | None = None) -> Plan:
     """Validate, then run the program offline. Raises ConfigError before anything is registered."""
-    name, path, config, validated = validate_stack(stack, file, config_overrides)
+    name, path, config, validated = validate_stack(stack, file, config_overrides, stacks_dir)
     require_cloud_sdk(validated)  # what __main__.py refuses under `pulumi up`, refused here the same way
     registrations, outputs = run_program(name, config, printed=validated.warnings)
     return Plan(project=PROJECT, stack=name, resources=planned_resources(registrations), outputs=outputs,

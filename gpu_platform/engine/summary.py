@@ -44,7 +44,8 @@ def layer_counts(plan: Plan) -> dict[str, tuple[int, int]]:
     return {layer: (c, r) for layer, (c, r) in counts.items()}
 
 
-def _num(value: Any) -> str:
+def number(value: Any) -> str:
+    """A planned number as people write it: 8, not 8.0."""
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
@@ -53,7 +54,7 @@ def _sharing(sharing: dict[str, Any]) -> str:
     if mode == "mig":
         return f"mig {sharing.get('migConfig')}"
     if sharing.get("replicas"):
-        return f"{mode} x{_num(sharing['replicas'])}"
+        return f"{mode} x{number(sharing['replicas'])}"
     return mode
 
 
@@ -62,8 +63,8 @@ def pool_rows(plan: Plan) -> list[list[str]]:
     rows = []
     for pool in plan.of_type(POOL_TYPE):
         p = pool.inputs
-        rows.append([p["poolName"], p["instanceType"], f"{_num(p['gpusPerNode'])} x {p['gpuModel']}",
-                     f"{_num(p['minNodes'])}-{_num(p['maxNodes'])}", p["capacityType"], _sharing(p["sharing"]),
+        rows.append([p["poolName"], p["instanceType"], f"{number(p['gpusPerNode'])} x {p['gpuModel']}",
+                     f"{number(p['minNodes'])}-{number(p['maxNodes'])}", p["capacityType"], _sharing(p["sharing"]),
                      DRIVER_OWNERS.get(p["driver"], p["driver"]), _fabric(p), _unreachable(reach, p["poolName"])])
     return rows
 
@@ -86,11 +87,25 @@ def _unreachable(reach: dict[str, PoolReach] | None, pool: str) -> str:
 
 
 def _fabric(pool: dict[str, Any]) -> str:
-    """The pool's fabric, flagged when no team's pods may use it (built, paid for, and idle)."""
+    """The pool's fabric, flagged when unused: built and paid for while no team's pods may use it, or on the
+    instance type (paid for in its price) but not attached."""
     fabric = pool.get("fabric", "none")
     if fabric != "none" and not pool.get("fabricTeams"):
         return f"{fabric} (unused: no team with quota admits its pods)"
+    if fabric == "none" and (idle := _interconnect(pool)):
+        return f"none ({idle} unused: not attached)"
     return fabric
+
+
+def _interconnect(pool: dict[str, Any]) -> str | None:
+    """The fast interconnect the pool's instance type has, from the catalog; None when it has none or the plan's
+    cloud or type is not catalogued (a plan read back from JSON may be older than the catalog)."""
+    from components.catalog import CatalogError, lookup
+
+    try:
+        return lookup(pool.get("cloud", ""), pool.get("instanceType", "")).interconnect
+    except CatalogError:
+        return None
 
 
 # Schedulers whose queue for a team is one cluster-wide object named after the team (Volcano's Queue).

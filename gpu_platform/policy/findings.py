@@ -9,6 +9,8 @@ SEVERITIES = ("low", "medium", "high", "critical")
 # `--fail-on unknown`: mandatory findings fail, and so does a mandatory rule that could not decide.
 UNKNOWN = "unknown"
 FAIL_ON = (*SEVERITIES, UNKNOWN)
+# The exit code of an invalid stack config, as for every command (cli.USAGE_ERROR).
+CONFIG_ERROR = 2
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,16 @@ class Note:
         return fail_on == UNKNOWN and self.kind == "unknown" and self.enforcement == "mandatory"
 
 
+@dataclass(frozen=True)
+class ConfigProblem:
+    """A stack config error (the stack cannot be planned, so no rule ran) or warning, at its dotted path."""
+
+    path: str  # gpuPools[1].instanceType
+    message: str
+    warning: bool = False
+    location: Location | None = None
+
+
 @dataclass
 class Report:
     """The outcome of checking one stack (or plan file)."""
@@ -69,6 +81,15 @@ class Report:
     notes: list[Note] = field(default_factory=list)
     exemptions: Exemptions = field(default_factory=Exemptions)
     resources: int = 0
+    config: list[ConfigProblem] = field(default_factory=list)
+
+    @property
+    def config_errors(self) -> list[ConfigProblem]:
+        return [p for p in self.config if not p.warning]
+
+    @property
+    def config_warnings(self) -> list[ConfigProblem]:
+        return [p for p in self.config if p.warning]
 
     def failing(self, fail_on: str | None = None) -> list[Finding]:
         return [f for f in self.findings if f.fails(fail_on)]
@@ -86,4 +107,6 @@ class Report:
         return [n for n in self.notes if n.fails(fail_on)]
 
     def exit_code(self, fail_on: str | None = None) -> int:
+        if self.config_errors:
+            return CONFIG_ERROR
         return 1 if self.failing(fail_on) or self.undecided(fail_on) else 0

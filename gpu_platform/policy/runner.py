@@ -19,8 +19,9 @@ from pulumi_policy import (
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
+from components.config import Problem
 from gpu_platform.engine.plan import Plan, PlannedResource
-from gpu_platform.policy.findings import Finding, Note, Report
+from gpu_platform.policy.findings import ConfigProblem, Finding, Note, Report
 from policies.context import StackContext, using
 from policies.props import get
 from policies.rule import Rule
@@ -126,8 +127,10 @@ def subject_of(resource: PolicyResource | None) -> str:
     return f"namespace:{name}" if kind == "Namespace" or resource.resource_type == "kubernetes:core/v1:Namespace" else ""
 
 
-def check(plan: Plan, ctx: StackContext, location_file: str | None = None) -> Report:
-    """Evaluate every rule of the pack and point each finding at its line in `location_file` (stack or plan file)."""
+def check(plan: Plan, ctx: StackContext, location_file: str | None = None,
+          warnings: Iterable[str] = ()) -> Report:
+    """Evaluate every rule of the pack and point each finding, and each config warning (`path: message`), at its
+    line in `location_file` (the stack file, or a plan file)."""
     from dataclasses import replace
 
     from gpu_platform.policy.locate import StackFile, display_path
@@ -135,9 +138,27 @@ def check(plan: Plan, ctx: StackContext, location_file: str | None = None) -> Re
 
     report = evaluate(plan, ctx, RULES)
     source = location_file or plan.stack_file
+    warnings = [config_problem(text, warning=True) for text in warnings]
     if source:
         report.source = display_path(source)
-    if source and report.findings:  # parsing the file for line numbers costs more than the rules: only when needed
+    if source and (report.findings or warnings):  # parsing the file for lines costs more than the rules: only if used
         lines = StackFile(source)
         report.findings = [replace(f, location=lines.locate(f, BY_ID[f.rule].config_key)) for f in report.findings]
+        warnings = [replace(w, location=lines.at(w.path)) for w in warnings]
+    report.config = warnings
     return report
+
+
+def config_problem(text: str, warning: bool) -> ConfigProblem:
+    """A config warning as the config carries it (`str(Problem)`: `path: message`) back into its parts."""
+    path, _, message = text.partition(": ")
+    return ConfigProblem(path, message, warning)
+
+
+def invalid_config_report(stack: str, stack_file: str, problems: Iterable[Problem]) -> Report:
+    """The report of a stack whose config is invalid: no rule ran; every problem at the line that sets it."""
+    from gpu_platform.policy.locate import StackFile, display_path
+
+    lines = StackFile(stack_file)
+    return Report(stack=stack, source=display_path(stack_file),
+                  config=[ConfigProblem(p.path, p.message, p.warning, lines.at(p.path)) for p in problems])

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from components.scheduling.kinds import KINDS, SchedulerKind
 from gpu_platform.engine.plan_file import PlanFileError, check_plan_json, read_plan_json
 from gpu_platform.simulator.errors import SimulationError
 from policies.quantity import QuantityError, parse as parse_quantity
@@ -234,11 +235,34 @@ class Model:
             return self.teams[name]
         return next((t for t in self.teams.values() if name in t.namespaces), None)
 
+    def has_quota(self, team: Team, pool: str | None) -> bool:
+        """Whether the team's queue has nominal quota on the pool (a pool or flavor name; None: on any pool). Volcano
+        queues count resources across pools: there, quota for a resource the pool advertises."""
+        for (flavor, resource), quota in self.queues[team.queue].quotas.items():
+            if quota.nominal <= 0:
+                continue
+            if pool is None:
+                return True
+            if flavor == ANY_FLAVOR:
+                if pool not in self.pools or resource in self.pools[pool].per_node:
+                    return True
+            elif pool in (flavor, getattr(self.flavors.get(flavor), "pool", None)):
+                return True
+        return False
+
     def capacity_gpus(self) -> float:
         return sum(p.nodes * p.gpus_per_node for p in self.pools.values())
 
 
 # ---- reading a plan ---------------------------------------------------------------------------------------------
+
+def _unmodelled_scheduler(by_type: dict[str, list[dict[str, Any]]]) -> SchedulerKind | None:
+    """A registered scheduler whose queue objects the plan holds and whose row says the simulator does not model it."""
+    for row in KINDS.values():
+        if row.not_simulated and by_type.get(f"kubernetes:{row.api}:{row.queue_kinds[0]}"):
+            return row
+    return None
+
 
 def load_model(plan: Any) -> Model:
     """The model of a Plan, a plan JSON dict, or a plan JSON file path."""
@@ -259,6 +283,9 @@ def load_model(plan: Any) -> Model:
         model = _kueue_model(by_type, pools, namespaces, priorities, releases, warnings)
     elif by_type.get(VOLCANO_QUEUE):
         model = _volcano_model(by_type, pools, namespaces, priorities, releases, warnings)
+    elif unmodelled := _unmodelled_scheduler(by_type):
+        raise SimulationError(f"{source}: the plan schedules with {unmodelled.title}, which the simulator does not "
+                              f"model ({unmodelled.not_simulated}); simulate the stack with another scheduler.kind")
     else:
         raise SimulationError(f"{source}: the plan has no Kueue ClusterQueue and no Volcano Queue to simulate "
                               "(are teams and a scheduler configured?)")

@@ -323,14 +323,25 @@ def read_team_map(path: str | Path) -> dict[str, str]:
 
 
 def map_teams(jobs: list[TraceJob], stack_teams: list[str], mapping: dict[str, str] | str | None,
-              known=None) -> list[TraceJob]:
+              known=None, eligible=None) -> list[TraceJob]:
     """Rename trace teams to stack teams: by name, through `mapping`, or `auto` (teams that match keep their
-    name, the others are dealt round-robin over the stack teams in sorted order)."""
+    name, the others are dealt round-robin over the stack teams in sorted order). `eligible(pools)` names the stack
+    teams with quota on every pool in `pools` (a trace team's job pools, None for a job that names none): `auto`
+    deals a trace team only to those when there are any, since jobs dealt to a team without quota there could never
+    run."""
     known = known or (lambda name: name if name in stack_teams else None)
+    eligible = eligible or (lambda pools: stack_teams)
     trace_teams = sorted({j.team for j in jobs})
     if mapping == "auto":
         unmatched = [t for t in trace_teams if known(t) is None]
-        mapping = {t: stack_teams[i % len(stack_teams)] for i, t in enumerate(unmatched)}
+        dealt = dict.fromkeys(stack_teams, 0)
+        mapping = {}
+        for team in unmatched:
+            # Where no stack team has quota on its pools, any team: the run then lists its jobs as never admittable.
+            candidates = eligible({j.pool for j in jobs if j.team == team}) or stack_teams
+            # Round-robin over the teams that can run the jobs: the least dealt so far, in stack order.
+            mapping[team] = min(candidates, key=lambda name: dealt[name])
+            dealt[mapping[team]] += 1
     mapping = mapping or {}
     resolved: dict[str, str] = {}
     unknown = []

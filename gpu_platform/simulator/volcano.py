@@ -20,7 +20,7 @@ import math
 
 from gpu_platform.simulator.engine import ADMITTED, RUNNING, Job, NodeGroup, Simulation, pods_for
 from gpu_platform.simulator.model import ANY_FLAVOR
-from gpu_platform.simulator.scheduler import register
+from gpu_platform.simulator.scheduler import Blocked, Limit, register
 
 
 class VQueue:
@@ -56,6 +56,9 @@ class VolcanoScheduler:
                 for (_, resource), quota in q.quotas.items():
                     self.total[resource] = self.total.get(resource, 0) + quota.nominal
         self.dirty = False
+        # Jobs no session can ever bind, reported up front; they still queue, as they would in Volcano.
+        self.blocked: list[Blocked] = []
+        self._limits_cache: dict[tuple, tuple[Limit, ...] | None] = {}
 
     # ---- engine hooks -----------------------------------------------------------------------------------------
     def wants_cycle(self) -> bool:
@@ -66,6 +69,11 @@ class VolcanoScheduler:
         if job.bucket is None:
             job.bucket = (job.units, job.resource, job.pools)
             job.cand_groups = self.sim.candidate_groups(q.spec, job.resource, job.pools)
+            key = (q.name, job.bucket)
+            if key not in self._limits_cache:
+                self._limits_cache[key] = self.limits(q, job)
+            if self._limits_cache[key]:
+                self.blocked.append(Blocked(job, self._limits_cache[key]))
         heapq.heappush(q.buckets.setdefault(job.bucket, []), (-job.priority, job.ts, job.seq, job))
         q.pending[job.resource] = q.pending.get(job.resource, 0) + job.units
         self.dirty = True
@@ -258,8 +266,40 @@ class VolcanoScheduler:
                         self.sim.evict(victim, "VolcanoReclaim", t)
                     return
 
-    def never_admittable(self) -> list:
-        return []  # not worked out for Volcano's capability and deserved shares (docs/simulator.md)
+    def never_admittable(self) -> list[Blocked]:
+        return self.blocked
+
+    def limits(self, q: VQueue, job: Job) -> tuple[Limit, ...] | None:
+        """What keeps the job from ever being bound, or None when some session could bind it: the queue's
+        capability, the most its deserved share can ever be, or no node group of its pools holding it."""
+        res, spec = job.resource, q.spec
+        capability = (spec.capability or {}).get(res)
+        if capability is not None and job.units > capability:
+            return (Limit(ANY_FLAVOR, "quota", capability,
+                          f"Volcano Queue {q.name} capability allows at most {capability} {res}"),)
+        if self.proportion:
+            # proportion's allocatable keeps a job within its queue's deserved share, which water-filling raises at
+            # most to the cluster's total (capped by capability, at least the guarantee). The capacity plugin checks
+            # capability alone at allocation.
+            total = self.total.get(res, 0)
+            most = max(min(total, capability if capability is not None else total), spec.guarantee.get(res, 0))
+            if self._first(job) > most:
+                return (Limit(ANY_FLAVOR, "quota", most,
+                              f"Volcano Queue {q.name} deserves at most {most} {res} (proportion plugin: the "
+                              f"cluster's {total}, capability {'none' if capability is None else capability})"),)
+        if not self.sim.groups:
+            return None  # quota only: no nodes to fit
+        if not job.cand_groups:
+            where = f" on {', '.join(job.pools)}" if job.pools else ""
+            return (Limit(ANY_FLAVOR, "pool", None, f"no GPU pool offers {res}{where}"),)
+        offers = {g.pool: g.nodes * (g.cap // pods_for(job.units, g.cap)[0]) * pods_for(job.units, g.cap)[0]
+                  for g in job.cand_groups}
+        if job.units > max(offers.values()):
+            # Every pod of a job is bound into one pool (one node group), as _room places it.
+            return tuple(Limit(pool, "pool", offer, f"{pool}: pool {pool} holds at most {offer} {res} in its nodes "
+                                                    "(maxNodes, or --nodes); a job's pods run in one pool")
+                         for pool, offer in offers.items())
+        return None
 
     def check(self) -> None:
         for q in self.queues.values():

@@ -53,6 +53,6 @@ RULE = stack_rule(
         "For namespaces created elsewhere, add a ResourceQuota with `spec.hard` keys `requests.nvidia.com/gpu` "
         "and each `requests.nvidia.com/mig-<profile>`, without scopes.",
     ),
-    config_key="teams",
+    config_key="teams.quotas",
     check=check,
 )

@@ -10,6 +10,8 @@ from policies.rule import Pending, Report, stack_rule
 
 VOLCANO = "volcano"
 NEVER = "Never"
+# KAI runs both unless its release turns them off (SchedulingShard spec.actions, fed by values scheduler.actions).
+KAI_ACTIONS = ("reclaim", "preempt")
 
 
 def _priority_classes(graph: Graph, report: Report) -> None:
@@ -41,6 +43,15 @@ def _volcano_actions(graph: Graph) -> set[str] | None:
     return None
 
 
+def _kai_actions_off(graph: Graph) -> list[str]:
+    off = []
+    for release in charts.releases(graph, charts.KAI):
+        for action in KAI_ACTIONS:
+            if get(release.values, f"scheduler.actions.{action}.enabled") is False:
+                off.append(action)
+    return off
+
+
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     if not graph.pools():
         graph.outside_plan(args, "no GPU pools", "GPU pools")
@@ -70,6 +81,14 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
                 report(f"Volcano Queue {k8s.name(queue)!r}: the scheduler runs no reclaim or preempt action "
                        f"(actions: {', '.join(sorted(actions))}), so no queue's guarantee is ever enforced",
                        queue.urn)
+    kai_queues = graph.of_type(k8s.KAI_QUEUE)
+    off = _kai_actions_off(graph) if kai_queues else []
+    parents = {str(get(q.props, "spec.parentQueue")) for q in kai_queues if get(q.props, "spec.parentQueue")}
+    for queue in kai_queues:
+        if off and k8s.name(queue) not in parents:  # leaf queues hold the workloads
+            report(f"KAI Queue {k8s.name(queue)!r}: the scheduler's {' and '.join(off)} action is turned off "
+                   "(scheduler.actions), so over-quota GPUs are never given back to the queues they belong to or "
+                   "urgent work waits behind everything already running", queue.urn)
     pending.finish()
 
 
@@ -80,13 +99,16 @@ RULE = stack_rule(
                "one class must be globalDefault with preemptionPolicy Never, so pods without a class never evict "
                "running training. Every Kueue ClusterQueue needs preemption.withinClusterQueue, and "
                "reclaimWithinCohort when it lends GPUs to a cohort, other than Never (Kueue's default); every Volcano Queue states reclaimable and the "
-               "scheduler runs reclaim or preempt (its default configuration runs neither)."),
+               "scheduler runs reclaim or preempt (its default configuration runs neither); KAI Scheduler runs both "
+               "unless its release turns one off (`scheduler.actions`), which leaves its leaf queues without the "
+               "guarantee."),
     severity=Severity.MEDIUM, enforcement=EnforcementLevel.MANDATORY,
     remediation=(
         "Keep the scheduling layer's priority classes (gpu-critical .. gpu-low, and gpu-default as the "
         "non-preempting global default).",
         "Give every ClusterQueue `preemption: {withinClusterQueue: LowerPriority, reclaimWithinCohort: Any}`.",
         "For Volcano, set `reclaimable` on every Queue and add `preempt, reclaim` to the scheduler actions.",
+        "For KAI Scheduler, leave `scheduler.actions.reclaim` and `scheduler.actions.preempt` enabled.",
     ),
     config_key="scheduler",
     check=check,

@@ -8,7 +8,9 @@ from policies.graph import Graph
 from policies.props import get, items, mapping
 from policies.rule import Pending, Report, stack_rule
 
-KUEUE, VOLCANO = charts.KUEUE, "volcano"
+KUEUE, VOLCANO, KAI = charts.KUEUE, "volcano", charts.KAI
+# KAI gangs through its pod-grouper, which makes a PodGroup (minMember) for every workload.
+KAI_PODGROUPER = charts.KAI_PODGROUPER
 KUEUE_CONFIG = charts.KUEUE_MANAGER_CONFIG
 VOLCANO_CONFIG = "custom.scheduler_config_override"
 # The volcano chart's own scheduler conf (v1.15.1) enables gang in its first tier.
@@ -82,9 +84,17 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
         graph.outside_plan(args, "no training pool", "GPU pools")
     names = ", ".join(repr(p.name) for p in training)
     kueue, volcano = charts.releases(graph, KUEUE), charts.releases(graph, VOLCANO)
-    if not kueue and not volcano:
-        report(f"training pools {names} have no gang scheduler: neither a Kueue nor a Volcano release is in the "
-               "stack, so distributed jobs start piecemeal and deadlock on GPUs")
+    kai = charts.releases(graph, KAI)
+    if not kueue and not volcano and not kai:
+        report(f"training pools {names} have no gang scheduler: no Kueue, Volcano or KAI Scheduler release is in "
+               "the stack, so distributed jobs start piecemeal and deadlock on GPUs")
+    unread = Pending()
+    for release in kai:
+        with unread.each():
+            if release.value(KAI_PODGROUPER) is not True:
+                report(f"training pools {names}: KAI Scheduler release {release.resource.name!r}: "
+                       f"values.{KAI_PODGROUPER} is not true, so no PodGroup is made and jobs are scheduled pod by "
+                       "pod", release.resource.urn)
     for release in kueue:
         problem = kueue_gang(k8s.yaml_text(get(release.values, KUEUE_CONFIG)), k8s.team_namespaces(graph))
         if problem:
@@ -95,6 +105,7 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
         if problem:
             report(f"training pools {names}: Volcano release {release.resource.name!r}: {problem}",
                    release.resource.urn)
+    unread.finish()
 
 
 RULE = stack_rule(
@@ -107,15 +118,16 @@ RULE = stack_rule(
                "(`managedJobsNamespaceSelector`), for at least one job framework (`integrations.frameworks`) and "
                "always for plain Jobs and bare pods (`batch/job`, `pod`), which any tenant can create, or they "
                "bypass it; Volcano needs "
-               "its gang plugin. Checked from the Kueue release's manager configuration and the Volcano release's "
-               "scheduler configuration."),
+               "its gang plugin; KAI Scheduler its pod-grouper (`podgrouper.enabled`), which gives every workload a "
+               "PodGroup. Checked from the Kueue release's manager configuration, the Volcano release's "
+               "scheduler configuration and the KAI release's values."),
     severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,
     remediation=(
         "Set `gpu-platform:scheduler.gang.enabled: true` (the default) with a timeout.",
         "With your own Kueue configuration: add `waitForPodsReady: {timeout: 10m}` and "
         "`manageJobsWithoutQueueName: true`, keep `batch/job`, `pod` and the job frameworks your teams use in "
         "`integrations.frameworks` and every team namespace in `managedJobsNamespaceSelector`; with Volcano keep `gang` in the first tier's "
-        "plugins.",
+        "plugins; with KAI Scheduler leave `podgrouper.enabled` on.",
     ),
     config_key="scheduler",
     check=check,

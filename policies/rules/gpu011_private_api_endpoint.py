@@ -42,6 +42,6 @@ RULE = stack_rule(
         "If a public endpoint is required, limit it to your networks (`cluster.authorizedNetworks`, or the "
         "cloud field named in the finding), each no wider than it must be.",
     ),
-    config_key="cluster",
+    config_key="cluster.authorizedNetworks",
     check=check,
 )

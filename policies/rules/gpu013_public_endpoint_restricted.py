@@ -38,6 +38,6 @@ RULE = stack_rule(
         "List the networks that administer the cluster in `cluster.authorizedNetworks` (office, VPN, CI egress).",
         "Or make the endpoint private (`cluster.privateEndpoint: true`) and reach it through the VPC.",
     ),
-    config_key="cluster",
+    config_key="cluster.authorizedNetworks",
     check=check,
 )

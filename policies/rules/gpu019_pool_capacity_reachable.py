@@ -8,7 +8,7 @@ from policies.pool_reach import pool_reach, scheduler
 from policies.props import Undecidable
 from policies.rule import Pending, Report, stack_rule
 
-QUEUES = {"kueue": "the Kueue ClusterQueues", "volcano": "the Volcano Queues"}
+QUEUES = {"kueue": "the Kueue ClusterQueues", "volcano": "the Volcano Queues", "kai": "the KAI Queues"}
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
@@ -18,7 +18,7 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     resources = [(r.resource_type, r.props) for r in graph.resources]
     kind = scheduler(resources)
     if kind is None:
-        args.not_applicable("no Kueue ClusterQueue or Volcano Queue")
+        args.not_applicable("no Kueue ClusterQueue, Volcano Queue or KAI Queue")
     pending = Pending()
     reach = {}
     with pending.each():
@@ -58,6 +58,6 @@ RULE = stack_rule(
         "give the pool to another team, or lower `gpuPools[].maxNodes`.",
         "Under Volcano a team's `borrowingLimit` also reaches idle capacity; under Kueue only nominal quota does.",
     ),
-    config_key="teams",
+    config_key="teams.quotas",
     check=check,
 )

@@ -16,7 +16,8 @@ from policies.rules import BY_ID
 HERE = Path(__file__).parent
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # how the engine marks a value known only after deployment
 TODAY = date(2026, 6, 1)
-ENVIRONMENTS = {"aws-prod": "production", "gcp-dev": "development"}  # as their stack files say
+ENVIRONMENTS = {"aws-prod": "production", "gcp-dev": "development",  # as their stack files say
+                "gcp-dev-kai": "development"}  # gcp-dev with scheduler.kind: kai
 _CACHE: dict[str, dict] = {}
 
 
@@ -58,7 +59,7 @@ def ids(report) -> list[str]:
 
 # What the example stacks really say, kept by their fixtures: aws-prod's queues reach 24 of h100-train's 32 GPUs
 # and 32 of l4-notebooks' 64 replicas (GPU019, advisory).
-KNOWN = {"aws-prod": ["GPU019", "GPU019"], "gcp-dev": []}
+KNOWN = {"aws-prod": ["GPU019", "GPU019"], "gcp-dev": [], "gcp-dev-kai": []}
 
 
 def new_ids(report, fixture: str) -> list[str]:

@@ -12,7 +12,7 @@ import pulumi_kubernetes.rbac.v1 as rbac
 from components import namespaces
 from components.config.model import PlatformConfig
 from components.tenancy.isolation import pod_security_labels
-from components.observability.reclaimer.job import ALERT, KUEUE_API, VOLCANO_BUS_API, VOLCANO_JOB_API
+from components.observability.reclaimer.job import ALERT
 from components.scheduling.kinds import scheduler_kind
 
 NAMESPACE = namespaces.PLATFORM
@@ -27,27 +27,16 @@ NOBODY = 65534
 RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
-def _group(api_version: str) -> str:
-    return api_version.split("/")[0]
-
-
 def rules(scheduler: str) -> list[rbac.PolicyRuleArgs]:
-    """What one run needs in a namespace and nothing more: read pods and owners, act through the scheduler, write
-    Events. Namespaced resources only: the role is granted per opted-in namespace, never cluster-wide."""
+    """What one run needs in a namespace and nothing more: read pods, act through the scheduler (its row's
+    reclaim_rules), write Events. Namespaced resources only: the role is granted per opted-in namespace, never
+    cluster-wide."""
     rules = [
         rbac.PolicyRuleArgs(api_groups=[""], resources=["pods"], verbs=["get"]),
         rbac.PolicyRuleArgs(api_groups=[""], resources=["events"], verbs=["create"]),
     ]
-    if scheduler_kind(scheduler).workloads:  # reclaims by deactivating the Workload that admitted the job
-        rules += [
-            rbac.PolicyRuleArgs(api_groups=["batch"], resources=["jobs"], verbs=["get"]),
-            rbac.PolicyRuleArgs(api_groups=[_group(KUEUE_API)], resources=["workloads"], verbs=["list", "patch"]),
-        ]
-    else:
-        rules += [
-            rbac.PolicyRuleArgs(api_groups=[_group(VOLCANO_JOB_API)], resources=["jobs"], verbs=["get"]),
-            rbac.PolicyRuleArgs(api_groups=[_group(VOLCANO_BUS_API)], resources=["commands"], verbs=["create"]),
-        ]
+    for groups, resources, verbs in scheduler_kind(scheduler).reclaim_rules or ():
+        rules.append(rbac.PolicyRuleArgs(api_groups=list(groups), resources=list(resources), verbs=list(verbs)))
     return rules
 
 

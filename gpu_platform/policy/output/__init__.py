@@ -1,4 +1,5 @@
-"""Report formats: text for people, JSON for tools, SARIF 2.1.0 for code scanning, JUnit XML for CI test views."""
+"""Report formats: text for people, JSON for tools, SARIF 2.1.0 for code scanning, JUnit XML for CI test views,
+Markdown for pull requests."""
 from __future__ import annotations
 
 import importlib
@@ -7,7 +8,7 @@ from typing import Sequence
 from gpu_platform.policy.findings import Report
 from policies.rule import Rule
 
-FORMATS = ("text", "json", "sarif", "junit")
+FORMATS = ("text", "json", "sarif", "junit", "markdown")
 
 
 def render(report: Report, rules: Sequence[Rule], fmt: str, fail_on: str | None) -> str:

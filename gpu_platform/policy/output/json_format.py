@@ -47,9 +47,13 @@ def render(report: Report, rules: Sequence[Rule], fail_on: str | None) -> str:
         "rules": [rule_json(r) for r in rules],
         "findings": [finding_json(f, fail_on) for f in report.findings],
         "exemptions": exemptions_json(report.exemptions),
+        "config": [{"path": p.path, "message": p.message, "warning": p.warning,
+                    "location": {"path": p.location.path, "line": p.location.line} if p.location else None}
+                   for p in report.config],
         "notes": [{"rule": n.rule, "kind": n.kind, "reason": n.reason, "urn": n.urn, "failing": n.fails(fail_on)}
                   for n in report.notes],
-        "summary": {"failing": len(failing), "undecided": len(report.undecided(fail_on)),
+        "summary": {"configErrors": len(report.config_errors), "failing": len(failing),
+                    "undecided": len(report.undecided(fail_on)),
                     "findings": len(report.active), "waived": len(report.waived),
                     "exitCode": report.exit_code(fail_on)},
     }

@@ -91,6 +91,7 @@ class KueueScheduler(FlavorAssigner):
         cq.wake = None
         entry = Pending(-job.priority, job.ts, job.seq, job)
         heapq.heappush(heap, entry)
+        cq.heads = None
         if heap[0] is entry:
             cq.fails.pop(job.bucket, None)
         self.dirty.add(cq)
@@ -275,7 +276,10 @@ class KueueScheduler(FlavorAssigner):
                     return entry
         version = cq.group.version
         failed: list[Job] = []
-        for head in sorted(heap[0] for heap in cq.buckets.values()):
+        heads = cq.heads
+        if heads is None:  # a queue is nominated again after every release in its cohort: sort only after a change
+            heads = cq.heads = sorted(heap[0] for heap in cq.buckets.values())
+        for head in heads:
             job = head.job
             if self._parked(cq, job, version):
                 pass
@@ -298,13 +302,12 @@ class KueueScheduler(FlavorAssigner):
                         return entry  # preempting without candidates: it still holds quota back this cycle
             if cq.strict:
                 break
-        cq.wake = self._wake(cq)
+        cq.wake = self._wake(cq, heads)
         return None
 
-    def _wake(self, cq: CQ) -> dict[tuple[str, str], int] | None:
-        """When every head is parked: per flavor resource, how much must have been released in the cohort before
-        any head could be admitted (None: on any release)."""
-        heads = sorted(heap[0] for heap in cq.buckets.values())
+    def _wake(self, cq: CQ, heads: list[Pending]) -> dict[tuple[str, str], int] | None:
+        """When every head (`heads`, in order) is parked: per flavor resource, how much must have been released in
+        the cohort before any head could be admitted (None: on any release)."""
         wake: dict[tuple[str, str], int] = {}
         for head in heads[:1] if cq.strict else heads:
             job = head.job
@@ -347,6 +350,7 @@ class KueueScheduler(FlavorAssigner):
 
     def _admit(self, cq: CQ, job: Job, fr: tuple[str, str], t: float, nodes=ANYWHERE) -> None:
         heap = cq.buckets[job.bucket]
+        cq.heads = None
         if heap[0].job is job:
             heapq.heappop(heap)
         else:  # a sticky head that is no longer first in its bucket

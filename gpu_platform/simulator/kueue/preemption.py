@@ -73,21 +73,29 @@ class Preemptor(QuotaBook):
         """Usage the job's preemption policies allow it to evict: in its own queue, and borrowed by others."""
         spec = cq.spec
         policy = spec.within_cluster_queue
+        priority = job.priority
         own = 0
-        if policy != "Never":
-            own = sum(u for p, u in cq.prio_usage[fr].items()
-                      if p < job.priority or (p == job.priority and policy == "LowerOrNewerEqualPriority"))
+        if policy == "LowerPriority":
+            for p, u in cq.prio_usage[fr].items():
+                if p < priority:
+                    own += u
+        elif policy == "LowerOrNewerEqualPriority":
+            for p, u in cq.prio_usage[fr].items():
+                if p <= priority:
+                    own += u
         others = 0
-        reclaim = spec.reclaim_within_cohort if cq.group.real else "Never"
+        group = cq.group
+        reclaim = spec.reclaim_within_cohort if group.real else "Never"
         if reclaim != "Never":
-            for m in cq.group.members:
+            for m in group.members:
                 borrowed = m.usage.get(fr, 0) - m.nominal.get(fr, 0)
-                if m is cq or borrowed <= 0:
+                if borrowed <= 0 or m is cq:
                     continue
                 # Evicting stops once a queue is back within nominal, but its last victim may take it below.
-                most = borrowed + max(m.sizes[fr], default=1) - 1
+                sizes = m.sizes[fr]
+                most = borrowed + (max(sizes) if sizes else 1) - 1
                 if reclaim == "LowerPriority":
-                    most = min(most, sum(u for p, u in m.prio_usage[fr].items() if p < job.priority))
+                    most = min(most, sum(u for p, u in m.prio_usage[fr].items() if p < priority))
                 others += most
         return own, others
 

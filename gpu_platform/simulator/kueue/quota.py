@@ -52,7 +52,7 @@ class CQ:
     """A ClusterQueue's live state."""
 
     __slots__ = ("name", "spec", "idx", "group", "nominal", "bl", "guar", "usage", "prio_usage", "buckets", "fails",
-                 "admitted", "strict", "weight", "frs", "sticky", "potential", "wake", "sizes")
+                 "admitted", "strict", "weight", "frs", "sticky", "potential", "wake", "sizes", "heads")
 
     def __init__(self, name, spec, idx, group):
         self.name, self.spec, self.idx, self.group = name, spec, idx, group
@@ -62,6 +62,7 @@ class CQ:
         self.usage = {fr: 0 for fr in spec.quotas}
         self.prio_usage: dict[tuple[str, str], dict[int, int]] = {fr: {} for fr in spec.quotas}
         self.buckets: dict[tuple, list[Pending]] = {}  # heaps of queued workloads, per (units, resource, pools)
+        self.heads: list[Pending] | None = None  # the buckets' heads in order, until a submission or admission
         self.fails: dict[tuple, Failure] = {}
         self.admitted: dict[Job, None] = {}
         self.strict = spec.queueing_strategy == "StrictFIFO"

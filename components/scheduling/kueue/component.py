@@ -21,7 +21,7 @@ from components.clouds.profiles import profile
 from components.config.model import GpuPool, PlatformConfig, Team
 from components.scheduling import provisioning, topology
 from components.scheduling.framework_catalog import kueue_integrations
-from components.scheduling.kinds import scheduler_kind
+from components.scheduling.kueue.facts import KIND
 from components.scheduling.priorities import LEVELS
 from components.scheduling.shares import COHORT, PoolShare, has_cohort, team_shares, team_weight
 from components.tenancy.team import RBAC_GROUP, TEAM_LABEL
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from components.context import Context
     from components.tenancy.team import Team as TeamNamespace
 
-KIND = scheduler_kind("kueue")
 CHART, VERSION, NAMESPACE, API = KIND.chart, KIND.version, KIND.namespace, KIND.api
 LOCAL_QUEUE = KIND.local_queue
 USER_ROLE = "kueue-batch-user-role"  # the chart's role for submitting jobs and reading queues and workloads
@@ -297,7 +296,7 @@ class Kueue(pulumi.ComponentResource):
 
 
 def install(ctx: "Context", teams: "dict[str, TeamNamespace]") -> Release:
-    """The scheduling layer's entry (kinds.py names it): Kueue, with each team's LocalQueue in its namespace."""
+    """The scheduling layer's entry (its row in facts.py names it): Kueue, with each team's LocalQueue in its namespace."""
     kueue = Kueue("kueue", KueueArgs.from_config(ctx.config, {name: t.namespace.metadata.name
                                                               for name, t in teams.items()}), opts=ctx.k8s_opts())
     return kueue.release

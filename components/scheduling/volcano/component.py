@@ -15,16 +15,15 @@ from pulumi_kubernetes.apiextensions import CustomResource
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
 
 from components.config.model import PRIORITIES, PlatformConfig, Team
-from components.scheduling.kinds import scheduler_kind
 from components.scheduling.shares import gpu_resources, has_cohort, team_ceiling, team_nominal, team_reserved, \
     team_weight
+from components.scheduling.volcano.facts import KIND
 from components.system_pool import tolerating
 
 if TYPE_CHECKING:
     from components.context import Context
     from components.tenancy.team import Team as TeamNamespace
 
-KIND = scheduler_kind("volcano")
 CHART, VERSION, REPOSITORY, NAMESPACE, API = KIND.chart, KIND.version, KIND.repository, KIND.namespace, KIND.api
 # enqueue admits jobs whose minimum fits; preempt works inside a queue by priority, reclaim takes lent
 # capacity back across queues; backfill fills gaps with best-effort pods.
@@ -107,5 +106,5 @@ class Volcano(pulumi.ComponentResource):
 
 
 def install(ctx: Context, teams: dict[str, TeamNamespace]) -> Release:
-    """The scheduling layer's entry (kinds.py names it): Volcano, one cluster-wide Queue per team."""
+    """The scheduling layer's entry (its row in facts.py names it): Volcano, one cluster-wide Queue per team."""
     return Volcano("volcano", ctx.config, opts=ctx.k8s_opts()).release

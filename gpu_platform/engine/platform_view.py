@@ -1,0 +1,147 @@
+"""The platform as a reviewer pictures it, read from a plan's resources: GPU pools with their taints, and each team's
+queue, cohort and per-pool quota (nominal and what it may borrow). The Markdown summary and the Mermaid picture
+both draw from it, so they cannot disagree; like the plan summary it reads planned objects, never the config, so a
+plan read back from JSON gives the same view.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpu_platform.engine.plan import Plan
+from gpu_platform.engine.summary import POOL_TYPE, TEAM_TYPE, number
+from policies.pool_reach import quota_unit
+
+POOL_LABEL = "gpu-platform.io/pool"
+GPU = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    instance_type: str
+    gpus: str  # "8 x H100"
+    nodes: str  # "0-4"
+    taints: tuple[str, ...]  # key=value:Effect
+    unit: str  # what a quota on it counts: GPUs, MIG slices, time-slicing replicas, ...
+
+
+@dataclass(frozen=True)
+class Quota:
+    """What one team's queue holds on one pool (Kueue), or on the pools it may use together (Volcano)."""
+
+    pools: tuple[str, ...]
+    resource: str
+    nominal: str
+    borrowing: str  # the most it may borrow beyond nominal: a number, or "unlimited"
+    unit: str  # GPUs, MIG slices, ... (the pools'; "" when they differ)
+
+
+@dataclass(frozen=True)
+class Team:
+    name: str
+    priority: str
+    queue: str  # "ClusterQueue research", "Volcano Queue alpha", or "" without a scheduler
+    cohort: str  # the Kueue cohort its ClusterQueue shares quota in, or ""
+    quotas: tuple[Quota, ...]
+
+
+@dataclass(frozen=True)
+class PlatformView:
+    scheduler: str  # kueue | volcano | ""
+    cohorts: bool  # borrowing stays inside a team's cohort (Kueue); otherwise any queue on the pool lends
+    pools: tuple[Pool, ...]
+    teams: tuple[Team, ...]
+
+    def borrowing(self) -> list[tuple[str, str, str]]:
+        """(borrower, lender, pool): a team whose queue may borrow on a pool from a team that holds quota there
+        and shares it (same Kueue cohort; under Volcano, any other queue on the pool, reclaimable by design)."""
+        found = []
+        for team in self.teams:
+            for quota in team.quotas:
+                if quota.borrowing in ("0", ""):
+                    continue
+                for other in self.teams:
+                    apart = self.cohorts and (not team.cohort or other.cohort != team.cohort)
+                    if other is team or apart:
+                        continue
+                    for pool in quota.pools:
+                        if any(pool in q.pools and q.nominal not in ("0", "") for q in other.quotas):
+                            found.append((team.name, other.name, pool))
+        return found
+
+
+def _taint(taint: dict[str, Any]) -> str:
+    value = f"={taint['value']}" if taint.get("value") not in (None, "") else ""
+    return f"{taint.get('key')}{value}:{taint.get('effect')}"
+
+
+def _pools(plan: Plan) -> tuple[Pool, ...]:
+    return tuple(Pool(p["poolName"], p["instanceType"], f"{number(p['gpusPerNode'])} x {p['gpuModel']}",
+                      f"{number(p['minNodes'])}-{number(p['maxNodes'])}",
+                      tuple(_taint(t) for t in p.get("taints") or ()),
+                      quota_unit(str((p.get("sharing") or {}).get("mode") or "none"), p.get("advertised") or {}))
+                 for p in (r.inputs for r in plan.of_type(POOL_TYPE)))
+
+
+def _objects(plan: Plan, kind: str) -> list[dict[str, Any]]:
+    return [r.inputs for r in plan.resources if r.type.rsplit(":", 1)[-1] == kind and r.custom]
+
+
+def _kueue_team(plan: Plan, team: str) -> tuple[str, str, tuple[Quota, ...]]:
+    local = next((q for q in _objects(plan, "LocalQueue") if (q.get("metadata") or {}).get("namespace") == team), None)
+    if local is None:
+        return "", "", ()
+    name = (local.get("spec") or {}).get("clusterQueue", "")
+    queue = next((q for q in _objects(plan, "ClusterQueue") if (q.get("metadata") or {}).get("name") == name), {})
+    spec = queue.get("spec") or {}
+    units = {pool.name: pool.unit for pool in _pools(plan)}
+    # A flavor selects its pool by the pool label; one without it is shown by its own name.
+    flavor_pool = {(f.get("metadata") or {}).get("name"):
+                   ((f.get("spec") or {}).get("nodeLabels") or {}).get(POOL_LABEL)
+                   for f in _objects(plan, "ResourceFlavor")}
+    quotas = []
+    for group in spec.get("resourceGroups") or ():
+        for flavor in group.get("flavors") or ():
+            for entry in flavor.get("resources") or ():
+                limit = entry.get("borrowingLimit")
+                pool = flavor_pool.get(flavor["name"]) or flavor["name"]
+                quotas.append(Quota((pool,), entry["name"], number(entry.get("nominalQuota", 0)),
+                                    "unlimited" if limit is None else number(limit), units.get(pool, "")))
+    return f"ClusterQueue {name}", spec.get("cohortName") or "", tuple(quotas)
+
+
+def _volcano_team(plan: Plan, team: str) -> tuple[str, str, tuple[Quota, ...]]:
+    queue = next((q for q in _objects(plan, "Queue") if (q.get("metadata") or {}).get("name") == team
+                  and q.get("apiVersion", "").startswith("scheduling.volcano.sh/")), None)
+    if queue is None:
+        return "", "", ()
+    tables = [r.inputs.get("teamPools") or {} for r in plan.of_type("gpu-platform:tenancy:GpuPoolAdmission")]
+    pools = tuple(sorted({p for table in tables for p in table.get(team) or ()})) if tables else \
+        tuple(p.name for p in _pools(plan))
+    spec = queue.get("spec") or {}
+    deserved, capability = spec.get("deserved") or {}, spec.get("capability") or {}
+    quotas = []
+    for resource in sorted(set(deserved) | set(capability)):
+        nominal = deserved.get(resource, 0)
+        cap = capability.get(resource)
+        kinds = {pool.unit for pool in _pools(plan) if pool.name in pools}
+        quotas.append(Quota(pools, resource, number(nominal), "unlimited" if cap is None else number(cap - nominal),
+                            kinds.pop() if len(kinds) == 1 else ""))
+    return f"Volcano Queue {team}", "", tuple(quotas)
+
+
+# scheduler -> (its team queue reader, whether its borrowing stays inside a cohort)
+_READERS = {"kueue": (_kueue_team, True), "volcano": (_volcano_team, False)}
+
+
+def platform_view(plan: Plan) -> PlatformView:
+    kinds = {r.type.rsplit(":", 1)[-1] for r in plan.resources if r.custom}
+    scheduler = "kueue" if "ClusterQueue" in kinds else "volcano" if "Queue" in kinds else ""
+    read, cohorts = _READERS.get(scheduler, (None, False))
+    teams = []
+    for team in plan.of_type(TEAM_TYPE):
+        name = team.inputs["team"]
+        queue, cohort, quotas = read(plan, name) if read else ("", "", ())
+        teams.append(Team(name, str(team.inputs.get("priority", "")), queue, cohort, quotas))
+    return PlatformView(scheduler, cohorts, _pools(plan), tuple(teams))
