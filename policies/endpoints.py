@@ -17,7 +17,7 @@ from pulumi_policy import PolicyResource
 from policies import cidrs
 from policies.graph import Graph
 from policies.props import Undecidable, get, items
-from policies.rule import Pending, Report
+from policies.rule import Report, check_each
 
 # More public addresses than these prefixes hold are no longer "named networks".
 OPEN_PUBLIC = {4: 16, 6: 32}
@@ -181,10 +181,10 @@ def endpoint(cluster: PolicyResource, graph: Graph) -> Endpoint:
 def report_open_endpoints(graph: Graph, report: Report, message: Callable[[Endpoint, PolicyResource, str], str]) -> None:
     """Report every cluster whose endpoint is open, with `message(endpoint, cluster, problem)`; clusters that cannot
     be decided at preview are reported as such once all were looked at."""
-    pending = Pending()
-    for cluster in graph.of_type(*CLUSTERS):
-        with pending.each():
-            api = endpoint(cluster, graph)
-            if problem := exposure(api):
-                report(message(api, cluster, problem), cluster.urn)
-    pending.finish()
+
+    def check_cluster(cluster: PolicyResource) -> None:
+        api = endpoint(cluster, graph)
+        if problem := exposure(api):
+            report(message(api, cluster, problem), cluster.urn)
+
+    check_each(graph.of_type(*CLUSTERS), check_cluster)

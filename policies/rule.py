@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator, TypeVar
 
 from pulumi_policy import (
     EnforcementLevel, Policy, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity,
@@ -87,6 +87,20 @@ class Pending:
     def finish(self) -> None:
         if self.first is not None:
             raise self.first
+
+
+T = TypeVar("T")
+
+
+def check_each(parts: Iterable[T], check: Callable[[T], None], pending: Pending | None = None) -> None:
+    """Run `check` on every part; an unknown value is raised only once every known part was checked (`Pending`).
+
+    `pending` carries an unknown met before the parts, so it too waits for them."""
+    pending = pending or Pending()
+    for part in parts:
+        with pending.each():
+            check(part)
+    pending.finish()
 
 
 ResourceCheck = Callable[[ResourceValidationArgs, Report], None]

@@ -366,6 +366,17 @@ def public_space(net: ipaddress.IPv4Network) -> str | None:
             f"use a range inside {', '.join(map(str, PRIVATE_NETWORKS))}")
 
 
+def created_network_cidr(example: str, fits: Callable[[ipaddress.IPv4Network], str | None]
+                         ) -> Callable[[str], str | None]:
+    """A check of a created VPC/VNet/VCN's CIDR: an IPv4 network in private space, then the cloud's own `fits`."""
+    def check(value: str) -> str | None:
+        net = ipv4_network(value)
+        if net is None:
+            return f"{value!r} is not an IPv4 network like {example} (host bits zero)"
+        return public_space(net) or fits(net)
+    return check
+
+
 def minors(*minors: str) -> dict[str, str]:
     """A version table for APIs that take the bare minor (EKS, AKS, GKE)."""
     return {minor: minor for minor in minors}

@@ -1,12 +1,12 @@
 """GPU003: every team namespace has a ResourceQuota capping every GPU resource the pools advertise."""
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
+from pulumi_policy import EnforcementLevel, PolicyResource, Severity, StackValidationArgs
 
 from policies import k8s
 from policies.graph import Graph
 from policies.props import get, mapping
-from policies.rule import Pending, Report, stack_rule
+from policies.rule import Report, check_each, stack_rule
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
@@ -25,18 +25,19 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
         args.not_applicable("no team namespaces (Namespaces labelled gpu-platform.io/team)")
     resources = advertised(graph)
     unscoped = k8s.unscoped_quotas(graph)  # the cap must hold for every pod
-    pending = Pending()
-    for namespace, resource in sorted(teams.items()):
-        with pending.each():
-            hard: dict[str, object] = {}
-            for quota in unscoped.get(namespace, ()):
-                hard.update({str(k): v for k, v in mapping(get(quota.props, "spec.hard")).items()})
-            missing = [r for r in resources if f"requests.{r}" not in hard]
-            if missing:
-                report(f"team namespace {namespace!r} has no ResourceQuota capping "
-                       f"{', '.join(f'requests.{r}' for r in missing)}: its pods can take every such GPU in the "
-                       "cluster", resource.urn)
-    pending.finish()
+
+    def check_team(team: tuple[str, PolicyResource]) -> None:
+        namespace, resource = team
+        hard: dict[str, object] = {}
+        for quota in unscoped.get(namespace, ()):
+            hard.update({str(k): v for k, v in mapping(get(quota.props, "spec.hard")).items()})
+        missing = [r for r in resources if f"requests.{r}" not in hard]
+        if missing:
+            report(f"team namespace {namespace!r} has no ResourceQuota capping "
+                   f"{', '.join(f'requests.{r}' for r in missing)}: its pods can take every such GPU in the "
+                   "cluster", resource.urn)
+
+    check_each(sorted(teams.items()), check_team)
 
 
 RULE = stack_rule(

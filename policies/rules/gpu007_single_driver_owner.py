@@ -6,7 +6,7 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 from policies import charts
 from policies.charts import UnknownDefault
 from policies.graph import Graph, Pool
-from policies.rule import Pending, Report, stack_rule
+from policies.rule import Report, check_each, stack_rule
 
 # A node with this label set to "false" gets no operator driver even when the operator's driver is enabled.
 DRIVER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.driver"
@@ -28,34 +28,34 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     if not pools:
         graph.outside_plan(args, "no GPU pools", "GPU pools and their drivers")
     releases = charts.releases(graph, charts.GPU_OPERATOR)
-    pending = Pending()
-    for pool in pools:
-        with pending.each():
-            service = pool.shape.service if pool.shape else "cloud"
-            cloud = pool.cloud_driver()
-            try:
-                operator = operator_installs(releases, pool)
-            except UnknownDefault as exc:
-                report(f"pool {pool.name!r}: cannot tell whether the GPU Operator installs a driver: {exc}",
-                       pool.resource.urn)
-                continue
-            if cloud is None:
-                if not operator:
-                    report(f"pool {pool.name!r}: the GPU Operator does not install a driver and nothing shows that "
-                           f"the {service} image does; declare the owner (`driver: managed` on a GPU image, or "
-                           "`driver: operator`)", pool.resource.urn)
-                continue
-            owners = _owners(cloud, operator, service)
-            if len(owners) == 2:
-                report(f"pool {pool.name!r}: both the {service} image and the GPU Operator install the NVIDIA "
-                       f"driver; two owners crash-loop or pin a driver the operator cannot upgrade. Disable one: "
-                       f"label the pool {DRIVER_DEPLOY_LABEL}=false, or stop the cloud installing it",
-                       pool.resource.urn)
-            elif not owners:
-                report(f"pool {pool.name!r}: nobody installs the NVIDIA driver (the {service} pool is set not to "
-                       "and the GPU Operator's driver is disabled or kept off these nodes): its GPUs never work",
-                       pool.resource.urn)
-    pending.finish()
+
+    def check_pool(pool: Pool) -> None:
+        service = pool.shape.service if pool.shape else "cloud"
+        cloud = pool.cloud_driver()
+        try:
+            operator = operator_installs(releases, pool)
+        except UnknownDefault as exc:
+            report(f"pool {pool.name!r}: cannot tell whether the GPU Operator installs a driver: {exc}",
+                   pool.resource.urn)
+            return
+        if cloud is None:
+            if not operator:
+                report(f"pool {pool.name!r}: the GPU Operator does not install a driver and nothing shows that "
+                       f"the {service} image does; declare the owner (`driver: managed` on a GPU image, or "
+                       "`driver: operator`)", pool.resource.urn)
+            return
+        owners = _owners(cloud, operator, service)
+        if len(owners) == 2:
+            report(f"pool {pool.name!r}: both the {service} image and the GPU Operator install the NVIDIA "
+                   f"driver; two owners crash-loop or pin a driver the operator cannot upgrade. Disable one: "
+                   f"label the pool {DRIVER_DEPLOY_LABEL}=false, or stop the cloud installing it",
+                   pool.resource.urn)
+        elif not owners:
+            report(f"pool {pool.name!r}: nobody installs the NVIDIA driver (the {service} pool is set not to "
+                   "and the GPU Operator's driver is disabled or kept off these nodes): its GPUs never work",
+                   pool.resource.urn)
+
+    check_each(pools, check_pool)
 
 
 RULE = stack_rule(

@@ -1,12 +1,12 @@
 """GPU016: a cluster with team namespaces enforces NetworkPolicy objects (its CNI or policy engine is on)."""
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
+from pulumi_policy import EnforcementLevel, PolicyResource, Severity, StackValidationArgs
 
 from policies import k8s
 from policies.graph import Graph
 from policies.network_enforcement import READERS, missing_enforcement
-from policies.rule import Pending, Report, stack_rule
+from policies.rule import Report, check_each, stack_rule
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
@@ -16,13 +16,13 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     if not clusters:
         graph.outside_plan(args, "no cluster in the stack: an adopted cluster's CNI is outside the plan",
                            "CNI and network policy settings")
-    pending = Pending()
-    for cluster in clusters:
-        with pending.each():
-            if problem := missing_enforcement(cluster, graph):
-                report(f"cluster {cluster.name!r} does not enforce NetworkPolicy: {problem}. Every team's "
-                       "default deny (GPU015) is then only an object, and team pods reach each other", cluster.urn)
-    pending.finish()
+
+    def check_cluster(cluster: PolicyResource) -> None:
+        if problem := missing_enforcement(cluster, graph):
+            report(f"cluster {cluster.name!r} does not enforce NetworkPolicy: {problem}. Every team's "
+                   "default deny (GPU015) is then only an object, and team pods reach each other", cluster.urn)
+
+    check_each(clusters, check_cluster)
 
 
 RULE = stack_rule(

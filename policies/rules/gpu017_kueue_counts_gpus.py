@@ -4,9 +4,10 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
 from policies import charts, k8s, quantity
+from policies.charts import Release
 from policies.graph import Graph
 from policies.props import get, items, mapping
-from policies.rule import Pending, Report, stack_rule
+from policies.rule import Report, check_each, stack_rule
 
 GPU_PREFIX = "nvidia.com/"  # whole GPUs, shared replicas and every MIG profile
 GPU = "nvidia.com/gpu"
@@ -45,13 +46,13 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     releases = charts.releases(graph, charts.KUEUE)
     if not releases:
         args.not_applicable("no Kueue release")
-    pending = Pending()
-    for release in releases:
-        with pending.each():
-            for problem in hidden_gpus(k8s.yaml_text(get(release.values, charts.KUEUE_MANAGER_CONFIG))):
-                report(f"Kueue release {release.resource.name!r}: {problem}, so GPU jobs are admitted outside every "
-                       "ClusterQueue's GPU quota, per-pool caps and fair sharing", release.resource.urn)
-    pending.finish()
+
+    def check_release(release: Release) -> None:
+        for problem in hidden_gpus(k8s.yaml_text(get(release.values, charts.KUEUE_MANAGER_CONFIG))):
+            report(f"Kueue release {release.resource.name!r}: {problem}, so GPU jobs are admitted outside every "
+                   "ClusterQueue's GPU quota, per-pool caps and fair sharing", release.resource.urn)
+
+    check_each(releases, check_release)
 
 
 RULE = stack_rule(

@@ -1,12 +1,12 @@
 """GPU018: no RoleBinding in a team namespace grants a Kubernetes built-in (`system:`) group."""
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
+from pulumi_policy import EnforcementLevel, PolicyResource, Severity, StackValidationArgs
 
 from policies import k8s
 from policies.graph import Graph
 from policies.props import get, items
-from policies.rule import Pending, Report, stack_rule
+from policies.rule import Report, check_each, stack_rule
 
 ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 SYSTEM_GROUP_PREFIX = "system:"
@@ -16,21 +16,21 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     teams = k8s.team_namespaces(graph)
     if not teams:
         args.not_applicable("no team namespaces (Namespaces labelled gpu-platform.io/team)")
-    pending = Pending()
-    for binding in graph.of_type(ROLE_BINDING):
-        with pending.each():
-            namespace = k8s.namespace(binding)
-            if namespace not in teams:
-                continue
-            # RBAC compares names exactly: only a subject spelled system:* is one of the built-in groups.
-            groups = sorted({str(get(s, "name")) for s in items(get(binding.props, "subjects"))
-                             if get(s, "kind") == "Group" and str(get(s, "name", "")).startswith(SYSTEM_GROUP_PREFIX)})
-            if groups:
-                role = get(binding.props, "roleRef.name", "?")
-                report(f"RoleBinding {namespace}/{k8s.name(binding)} grants {role!r} in team namespace "
-                       f"{namespace!r} to built-in group(s) {', '.join(groups)}: every identity, every service "
-                       "account or the cluster admins, not the team", binding.urn)
-    pending.finish()
+
+    def check_binding(binding: PolicyResource) -> None:
+        namespace = k8s.namespace(binding)
+        if namespace not in teams:
+            return
+        # RBAC compares names exactly: only a subject spelled system:* is one of the built-in groups.
+        groups = sorted({str(get(s, "name")) for s in items(get(binding.props, "subjects"))
+                         if get(s, "kind") == "Group" and str(get(s, "name", "")).startswith(SYSTEM_GROUP_PREFIX)})
+        if groups:
+            role = get(binding.props, "roleRef.name", "?")
+            report(f"RoleBinding {namespace}/{k8s.name(binding)} grants {role!r} in team namespace "
+                   f"{namespace!r} to built-in group(s) {', '.join(groups)}: every identity, every service "
+                   "account or the cluster admins, not the team", binding.urn)
+
+    check_each(graph.of_type(ROLE_BINDING), check_binding)
 
 
 RULE = stack_rule(

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
-from policies.graph import Graph
+from policies.graph import Graph, Pool
 from policies.pool_reach import pool_reach, scheduler
 from policies.props import Undecidable
-from policies.rule import Pending, Report, stack_rule
+from policies.rule import Pending, Report, check_each, stack_rule
 
 QUEUES = {"kueue": "the Kueue ClusterQueues", "volcano": "the Volcano Queues", "kai": "the KAI Queues"}
 
@@ -23,23 +23,24 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     reach = {}
     with pending.each():
         reach = pool_reach(resources)
-    for pool in pools:
-        with pending.each():
-            if pool.component is None:
-                raise Undecidable(f"{pool.name}: a GPU node pool outside the GpuNodePool component, whose maxNodes "
-                                  "and advertised GPU resources the plan does not state")
-            found = reach.get(pool.name)
-            if found is None:
-                continue  # its figures could not be read: already noted above
-            if found.unreachable:
-                report(f"pool {pool.name!r} offers {found.capacity} {found.unit} at maxNodes but {QUEUES[kind]} can "
-                       f"use at most {found.reachable}: {found.unreachable} {found.unit} are unreachable, capacity "
-                       "planned that no team can ever use", pool.resource.urn)
-            if found.oversubscribed:
-                report(f"pool {pool.name!r} offers {found.capacity} {found.unit} at maxNodes but the ClusterQueues' "
-                       f"nominal quotas on it add up to {found.nominal}: {found.oversubscribed} {found.unit} of "
-                       "nominal quota can never be honoured", pool.resource.urn)
-    pending.finish()
+
+    def check_pool(pool: Pool) -> None:
+        if pool.component is None:
+            raise Undecidable(f"{pool.name}: a GPU node pool outside the GpuNodePool component, whose maxNodes "
+                              "and advertised GPU resources the plan does not state")
+        found = reach.get(pool.name)
+        if found is None:
+            return  # its figures could not be read: already noted above
+        if found.unreachable:
+            report(f"pool {pool.name!r} offers {found.capacity} {found.unit} at maxNodes but {QUEUES[kind]} can "
+                   f"use at most {found.reachable}: {found.unreachable} {found.unit} are unreachable, capacity "
+                   "planned that no team can ever use", pool.resource.urn)
+        if found.oversubscribed:
+            report(f"pool {pool.name!r} offers {found.capacity} {found.unit} at maxNodes but the ClusterQueues' "
+                   f"nominal quotas on it add up to {found.nominal}: {found.oversubscribed} {found.unit} of "
+                   "nominal quota can never be honoured", pool.resource.urn)
+
+    check_each(pools, check_pool, pending)
 
 
 RULE = stack_rule(

@@ -2,23 +2,22 @@
 Free of Pulumi and the AWS SDK (config validation reads it)."""
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from components.clouds.facts import (API_EFFECTS, ArnPartition, CloudProfile, ExtraKey, Fabric, GpuImage,
-                                     NetworkTopology, PoolNaming, ipv4_network, minors, public_space)
+                                     NetworkTopology, PoolNaming, created_network_cidr, minors)
 from components.pins import PINS
 
 
-def _vpc_cidr(value: str) -> str | None:
-    net = ipv4_network(value)
-    if net is None:
-        return f"{value!r} is not an IPv4 network like 10.0.0.0/16 (host bits zero)"
-    if public := public_space(net):
-        return public
+def _vpc_size(net: ipaddress.IPv4Network) -> str | None:
     # AWS allows /16 at most; /22 still leaves a /24 of node and pod addresses per AZ (the VPC CNI gives pods VPC IPs).
     if not 16 <= net.prefixlen <= 22:
         return f"must be a /16 to /22 network; got /{net.prefixlen}"
     return None
+
+
+_vpc_cidr = created_network_cidr("10.0.0.0/16", _vpc_size)
 
 
 _IAM_PRINCIPAL = re.compile(r"arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/[\w+=,.@/-]+")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from components.clouds.facts import (K8S_EFFECTS, CloudProfile, ExtraKey, Fabric, PoolNaming, ipv4_network, minors,
-                                     public_space)
+from components.clouds.facts import (K8S_EFFECTS, CloudProfile, ExtraKey, Fabric, PoolNaming, created_network_cidr,
+                                     minors)
 from components.pins import PINS
 
 
@@ -23,17 +23,15 @@ AKS_POD_CIDR = "192.168.0.0/16"
 AKS_SERVICE_CIDR = "172.16.0.0/16"
 
 
-def _aks_vnet_cidr(value: str) -> str | None:
-    net = ipv4_network(value)
-    if net is None:
-        return f"{value!r} is not an IPv4 network like 10.224.0.0/16 (host bits zero)"
-    if public := public_space(net):
-        return public
+def _aks_vnet_size(net: ipaddress.IPv4Network) -> str | None:
     for what, other in (("pod", AKS_POD_CIDR), ("service", AKS_SERVICE_CIDR)):
         if net.overlaps(ipaddress.IPv4Network(other)):
-            return f"{value} overlaps the AKS overlay {what} range {other}; pick another range"
+            return f"{net} overlaps the AKS overlay {what} range {other}; pick another range"
     # AksCluster gives nodes the first /18 (or the first half of a smaller VNet).
     return None if net.prefixlen <= 24 else f"must be a /24 or larger; got /{net.prefixlen}"
+
+
+_aks_vnet_cidr = created_network_cidr("10.224.0.0/16", _aks_vnet_size)
 
 
 def _azure_zones(value: list) -> str | None:

@@ -6,7 +6,7 @@ import ipaddress
 from typing import Callable
 
 from components.clouds.facts import (K8S_EFFECTS, CloudProfile, ExtraKey, Fabric, NetworkTopology, PoolNaming,
-                                     ipv4_network, public_space)
+                                     created_network_cidr)
 
 
 def _ocid(kind: str) -> Callable[[str], str | None]:
@@ -16,12 +16,7 @@ def _ocid(kind: str) -> Callable[[str], str | None]:
     return check
 
 
-def _vcn_cidr(value: str) -> str | None:
-    net = ipv4_network(value)
-    if net is None:
-        return f"{value!r} is not an IPv4 network like 10.0.0.0/16 (host bits zero)"
-    if public := public_space(net):
-        return public
+def _vcn_size(net: ipaddress.IPv4Network) -> str | None:
     # OCI allows /16 to /30; OkeNetwork carves endpoint, load balancer and node subnets out of a /16.
     if net.prefixlen != 16:
         return f"must be a /16 (OkeNetwork splits it into three subnets); got /{net.prefixlen}"
@@ -35,6 +30,7 @@ def _vcn_cidr(value: str) -> str | None:
 # OKE's flannel pod and service ranges (its defaults), set explicitly so the VCN can be checked against them.
 OKE_POD_CIDR = "10.244.0.0/16"
 OKE_SERVICE_CIDR = "10.96.0.0/16"
+_vcn_cidr = created_network_cidr("10.0.0.0/16", _vcn_size)
 
 
 # OCI's public regions on REGIONS_AS_OF; dedicated regions (eu-dcc-*) belong to one customer each, never listed.
