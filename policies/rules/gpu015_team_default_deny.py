@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
+from pulumi_policy import EnforcementLevel, PolicyResource, Severity, StackValidationArgs
 
 from policies import cidrs, k8s
 from policies.graph import Graph
 from policies.props import get, items, mapping
-from policies.rule import Pending, Report, stack_rule
+from policies.rule import Report, check_each, stack_rule
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 DIRECTIONS = (("Ingress", "ingress", "from"), ("Egress", "egress", "to"))
@@ -138,25 +138,26 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     for policy in graph.of_type(NETWORK_POLICY):
         by_namespace.setdefault(k8s.namespace(policy), []).append(policy)
     internal = _internal(graph)
-    pending = Pending()
-    for name, resource in sorted(teams.items()):
-        with pending.each():
-            policies = by_namespace.get(name, [])
-            denied = {t for p in policies if _denies_every_pod(p) for t in _types(p)}
-            missing = [kind for kind, _, _ in DIRECTIONS if kind not in denied]
-            if missing:
-                report(f"team namespace {name!r} has no default-deny NetworkPolicy (every pod, no rules) for "
-                       f"{' and '.join(missing)}: what it allows then rests on every other policy selecting "
-                       "exactly the right pods, and without any policy its pods talk to every other team's",
-                       resource.urn)
-            for policy in policies:
-                for problem in _open_rules(policy, name, teams):
-                    report(f"NetworkPolicy {name}/{k8s.name(policy)} has an {problem}: it undoes the team's "
-                           "default deny", policy.urn)
-            for involved, problem in _open_addresses(policies, internal):
-                report(f"NetworkPolicy {', '.join(f'{name}/{k8s.name(p)}' for p in involved)} has an {problem}: it "
-                       "undoes the team's default deny", involved[0].urn)
-    pending.finish()
+
+    def check_team(team: tuple[str, PolicyResource]) -> None:
+        name, resource = team
+        policies = by_namespace.get(name, [])
+        denied = {t for p in policies if _denies_every_pod(p) for t in _types(p)}
+        missing = [kind for kind, _, _ in DIRECTIONS if kind not in denied]
+        if missing:
+            report(f"team namespace {name!r} has no default-deny NetworkPolicy (every pod, no rules) for "
+                   f"{' and '.join(missing)}: what it allows then rests on every other policy selecting "
+                   "exactly the right pods, and without any policy its pods talk to every other team's",
+                   resource.urn)
+        for policy in policies:
+            for problem in _open_rules(policy, name, teams):
+                report(f"NetworkPolicy {name}/{k8s.name(policy)} has an {problem}: it undoes the team's "
+                       "default deny", policy.urn)
+        for involved, problem in _open_addresses(policies, internal):
+            report(f"NetworkPolicy {', '.join(f'{name}/{k8s.name(p)}' for p in involved)} has an {problem}: it "
+                   "undoes the team's default deny", involved[0].urn)
+
+    check_each(sorted(teams.items()), check_team)
 
 
 RULE = stack_rule(
