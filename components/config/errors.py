@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 
 @dataclass(frozen=True)
@@ -25,9 +26,13 @@ class ConfigError(ValueError):
         super().__init__(self.render())
 
     def render(self) -> str:
-        lines = [f"{self.source} is invalid ({len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}):"]
-        lines += [f"  - {p}" for p in self.problems]
-        return "\n".join(lines)
+        count = len(self.problems)
+        return bulleted(f"{self.source} is invalid ({count} problem{'s' if count != 1 else ''}):", self.problems)
+
+
+def bulleted(heading: str, problems: Sequence[object]) -> str:
+    """`heading` and then one indented bullet a problem: how every error that lists problems reads."""
+    return "\n".join([heading, *(f"  - {p}" for p in problems)])
 
 
 class Problems:

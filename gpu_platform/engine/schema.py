@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from components.config.errors import bulleted
 from gpu_platform.engine.wire import _OUTPUT_SIG, _SECRET_SIG, _SIG, SECRET, UNKNOWN
 
 
@@ -74,9 +75,7 @@ class ProviderSchemaError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        lines = [f"{len(self.problems)} resource input(s) do not match the provider SDK schema:"]
-        lines += [f"  - {problem}" for problem in self.problems]
-        return "\n".join(lines)
+        return bulleted(f"{len(self.problems)} resource input(s) do not match the provider SDK schema:", self.problems)
 
 
 def check_resource(type_: str, urn: str, inputs: dict[str, Any], custom: bool) -> list[SchemaProblem]:
