@@ -75,6 +75,14 @@ def team_namespaces(graph: Graph) -> dict[str, PolicyResource]:
     return found
 
 
+def teams_or_not_applicable(args: Any, graph: Graph) -> dict[str, PolicyResource]:
+    """The team namespaces (`team_namespaces`); a rule about them does not apply to a stack without any."""
+    teams = team_namespaces(graph)
+    if not teams:
+        args.not_applicable("no team namespaces (Namespaces labelled gpu-platform.io/team)")
+    return teams
+
+
 def unscoped_quotas(graph: Graph) -> dict[str, list[PolicyResource]]:
     """ResourceQuotas by namespace, without the scoped ones: a scoped quota only limits the pods its scope selects
     (the priority ceiling's `pods: 0` is one), so it never caps every pod."""

@@ -20,9 +20,7 @@ def advertised(graph: Graph) -> list[str]:
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
-    teams = k8s.team_namespaces(graph)
-    if not teams:
-        args.not_applicable("no team namespaces (Namespaces labelled gpu-platform.io/team)")
+    teams = k8s.teams_or_not_applicable(args, graph)
     resources = advertised(graph)
     unscoped = k8s.unscoped_quotas(graph)  # the cap must hold for every pod
 

@@ -16,9 +16,7 @@ STRICT_ENOUGH = ("baseline", "restricted")
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
-    teams = k8s.team_namespaces(graph)
-    if not teams:
-        args.not_applicable("no team namespaces (Namespaces labelled gpu-platform.io/team)")
+    teams = k8s.teams_or_not_applicable(args, graph)
     namespaces = {k8s.name(ns): ns for ns in graph.of_type(k8s.NAMESPACE)}
     pending = Pending()
     host_access = []

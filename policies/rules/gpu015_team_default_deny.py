@@ -131,9 +131,7 @@ def _open_addresses(policies: list, internal: dict[int, list]) -> list[tuple[lis
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
-    teams = k8s.team_namespaces(graph)
-    if not teams:
-        args.not_applicable("no team namespaces (Namespaces labelled gpu-platform.io/team)")
+    teams = k8s.teams_or_not_applicable(args, graph)
     by_namespace: dict[str, list] = {}
     for policy in graph.of_type(NETWORK_POLICY):
         by_namespace.setdefault(k8s.namespace(policy), []).append(policy)

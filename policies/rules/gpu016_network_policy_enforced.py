@@ -10,8 +10,7 @@ from policies.rule import Report, check_each, stack_rule
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
-    if not k8s.team_namespaces(graph):
-        args.not_applicable("no team namespaces (Namespaces labelled gpu-platform.io/team)")
+    k8s.teams_or_not_applicable(args, graph)
     clusters = graph.of_type(*READERS)
     if not clusters:
         graph.outside_plan(args, "no cluster in the stack: an adopted cluster's CNI is outside the plan",

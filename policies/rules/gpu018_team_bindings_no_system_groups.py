@@ -13,9 +13,7 @@ SYSTEM_GROUP_PREFIX = "system:"
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
-    teams = k8s.team_namespaces(graph)
-    if not teams:
-        args.not_applicable("no team namespaces (Namespaces labelled gpu-platform.io/team)")
+    teams = k8s.teams_or_not_applicable(args, graph)
 
     def check_binding(binding: PolicyResource) -> None:
         namespace = k8s.namespace(binding)

@@ -72,9 +72,7 @@ def _untainted_system_pools(graph: Graph, pending: Pending) -> list[tuple[str, o
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
-    teams = k8s.team_namespaces(graph)
-    if not teams:
-        args.not_applicable("no team namespaces (Namespaces labelled gpu-platform.io/team)")
+    teams = k8s.teams_or_not_applicable(args, graph)
     unscoped = k8s.unscoped_quotas(graph)
     pending = Pending()
     for namespace, resource in sorted(teams.items()):
