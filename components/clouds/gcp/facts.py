@@ -91,8 +91,20 @@ _GKE_LIB = "/usr/local/nvidia/lib64"  # where pods mount the node's /home/kubern
 _TCPX_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9"
 _TCPXO_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1"
 _GPUDIRECT_ALL_REDUCE = "/third_party/nccl-tests-mpi/build/all_reduce_perf"
-_TCPX = Fabric(
-    name="gpudirect-tcpx", resource="", chart="", repository="", version="", namespace="kube-system",
+
+
+def _gpudirect(name: str, plugin: str, env: tuple[tuple[str, str], ...], gpudirect: GpuDirect) -> Fabric:
+    """A GKE GPUDirect fabric: no device plugin (multi-networking and the RxDM sidecar reach pods), the cloud's own
+    driver, and the NCCL plugin installer image as the NCCL test image."""
+    return Fabric(name=name, resource="", chart="", repository="", version="", namespace="kube-system", env=env,
+                  needs_managed_driver=True,
+                  # The RxDM sidecar mounts /sys and /proc/sys and adds NET_ADMIN; the workload mounts the NCCL plugin.
+                  pod_security="fabric-sidecar",
+                  nccl_test_image=plugin, nccl_test_binary=_GPUDIRECT_ALL_REDUCE, gpudirect=gpudirect)
+
+
+_TCPX = _gpudirect(
+    "gpudirect-tcpx", _TCPX_PLUGIN,
     env=(("LD_LIBRARY_PATH", _GKE_LIB), ("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_CROSS_NIC", "0"),
          ("NCCL_ALGO", "Ring"), ("NCCL_PROTO", "Simple"), ("NCCL_NSOCKS_PERTHREAD", "4"),
          ("NCCL_SOCKET_NTHREADS", "1"), ("NCCL_DYNAMIC_CHUNK_SIZE", "524288"), ("NCCL_P2P_NET_CHUNKSIZE", "524288"),
@@ -103,10 +115,6 @@ _TCPX = Fabric(
          ("NCCL_GPUDIRECTTCPX_RX_BINDINGS", "eth1:22-35,126-139;eth2:22-35,126-139;eth3:74-87,178-191;eth4:74-87,178-191"),
          ("NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS", "500000"),
          ("NCCL_DEBUG", "INFO")),
-    needs_managed_driver=True,
-    # The RxDM sidecar mounts /sys and /proc/sys and adds NET_ADMIN; the workload mounts the node's NCCL plugin.
-    pod_security="fabric-sidecar",
-    nccl_test_image=_TCPX_PLUGIN, nccl_test_binary=_GPUDIRECT_ALL_REDUCE,
     gpudirect=GpuDirect(
         installer="nccl-tcpx-installer",
         installer_image=_TCPX_PLUGIN,
@@ -125,8 +133,8 @@ _TCPX = Fabric(
         extra_devices=(),
         mtu=8244, subnet_offset=0),
 )
-_TCPXO = Fabric(
-    name="gpudirect-tcpxo", resource="", chart="", repository="", version="", namespace="kube-system",
+_TCPXO = _gpudirect(
+    "gpudirect-tcpxo", _TCPXO_PLUGIN,
     env=(("LD_LIBRARY_PATH", _GKE_LIB), ("NCCL_FASTRAK_CTRL_DEV", "eth0"),
          ("NCCL_FASTRAK_IFNAME", "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8"), ("NCCL_SOCKET_IFNAME", "eth0"),
          ("NCCL_CROSS_NIC", "0"), ("NCCL_ALGO", "Ring,Tree"), ("NCCL_PROTO", "Simple"), ("NCCL_MIN_NCHANNELS", "4"),
@@ -139,9 +147,6 @@ _TCPXO = Fabric(
          ("NCCL_TUNER_CONFIG_PATH", f"{_GKE_LIB}/a3plus_tuner_config.textproto"),
          ("NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE", f"{_GKE_LIB}/a3plus_guest_config.textproto"),
          ("NCCL_FASTRAK_PLUGIN_ACCEPT_TIMEOUT_MS", "600000"), ("NCCL_NVLS_ENABLE", "0"), ("NCCL_DEBUG", "INFO")),
-    needs_managed_driver=True,
-    pod_security="fabric-sidecar",
-    nccl_test_image=_TCPXO_PLUGIN, nccl_test_binary=_GPUDIRECT_ALL_REDUCE,
     gpudirect=GpuDirect(
         installer="nccl-tcpxo-installer",
         installer_image=_TCPXO_PLUGIN,
