@@ -95,8 +95,9 @@ T = TypeVar("T")
 def check_each(parts: Iterable[T], check: Callable[[T], None], pending: Pending | None = None) -> None:
     """Run `check` on every part; an unknown value is raised only once every known part was checked (`Pending`).
 
-    `pending` carries an unknown met before the parts, so it too waits for them."""
-    pending = pending or Pending()
+    `pending` carries an unknown met before the parts, so it too waits for them.
+    """
+    pending = pending if pending is not None else Pending()
     for part in parts:
         with pending.each():
             check(part)
