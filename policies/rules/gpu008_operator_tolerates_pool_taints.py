@@ -4,10 +4,10 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
 
 from policies import charts
-from policies.charts import UnknownDefault
-from policies.graph import Graph
+from policies.charts import Release, UnknownDefault
+from policies.graph import Graph, Pool
 from policies.props import items
-from policies.rule import Pending, Report, stack_rule
+from policies.rule import Report, check_each, stack_rule
 from policies.taints import tolerated
 
 BLOCKING = ("NoSchedule", "NoExecute")
@@ -22,24 +22,25 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     pools = graph.pools()
     if not pools:
         graph.outside_plan(args, "no GPU pools", "GPU pools and their taints")
-    pending = Pending()
+    readable = []
     for release in releases:
         try:
             keys = [OPERANDS] + ([NFD_WORKER] if release.value("nfd.enabled") is True else [])
-            tolerations = {key: [t for t in items(release.value(key))] for key in keys}
+            readable.append((release, {key: [t for t in items(release.value(key))] for key in keys}))
         except UnknownDefault as exc:
             report(str(exc), release.resource.urn)
-            continue
-        for pool in pools:
-            with pending.each():
-                for key, granted in tolerations.items():
-                    missing = [t for t in pool.taints() if t.effect in BLOCKING and not tolerated(granted, t)]
-                    if missing:
-                        who = "operand DaemonSets" if key == OPERANDS else "node-feature-discovery worker"
-                        report(f"pool {pool.name!r}: the GPU Operator's {who} ({release.resource.name} values.{key}) "
-                               f"do not tolerate {', '.join(map(str, missing))}, so they never run on its nodes "
-                               "and no GPU is advertised there", pool.resource.urn)
-    pending.finish()
+
+    def check_pool(part: tuple[Release, dict[str, list], Pool]) -> None:
+        release, tolerations, pool = part
+        for key, granted in tolerations.items():
+            missing = [t for t in pool.taints() if t.effect in BLOCKING and not tolerated(granted, t)]
+            if missing:
+                who = "operand DaemonSets" if key == OPERANDS else "node-feature-discovery worker"
+                report(f"pool {pool.name!r}: the GPU Operator's {who} ({release.resource.name} values.{key}) "
+                       f"do not tolerate {', '.join(map(str, missing))}, so they never run on its nodes "
+                       "and no GPU is advertised there", pool.resource.urn)
+
+    check_each([(release, tolerations, pool) for release, tolerations in readable for pool in pools], check_pool)
 
 
 RULE = stack_rule(
