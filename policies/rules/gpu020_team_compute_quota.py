@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pulumi_policy import EnforcementLevel, Severity, StackValidationArgs
+from pulumi_policy import EnforcementLevel, PolicyResource, Severity, StackValidationArgs
 
 from policies import k8s
 from policies.graph import Graph
@@ -12,7 +12,7 @@ from policies.props import get, items
 from policies.quantity import QuantityError, parse
 from policies.shapes import SHAPES
 from policies.taints import taint_from_string
-from policies.rule import Pending, Report, stack_rule
+from policies.rule import Pending, Report, check_each, stack_rule
 
 # Cloud node pools a system pool can be (Karpenter NodePools and OKE cluster networks are only ever GPU capacity here).
 SYSTEM_POOL_TYPES = ("aws:eks/nodeGroup:NodeGroup", "gcp:container/nodePool:NodePool",
@@ -75,17 +75,19 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     teams = k8s.teams_or_not_applicable(args, graph)
     unscoped = k8s.unscoped_quotas(graph)
     pending = Pending()
-    for namespace, resource in sorted(teams.items()):
-        with pending.each():
-            if problems := _problems(namespace, unscoped.get(namespace, [])):
-                report(f"team namespace {namespace!r} has no readable CPU, memory and pod caps ({'; '.join(problems)})"
-                       ": one team's CPU pods can take the system pool where Kueue, Prometheus and the autoscaler "
-                       "run", resource.urn)
     for name, pool, why in _untainted_system_pools(graph, pending):
         report(f"system pool {name!r} is open to team pods ({why}): a team's CPU pods can land beside Kueue, "
                "Prometheus and the autoscaler and starve them; taint it CriticalAddonsOnly=true:NoSchedule",
                pool.urn)
-    pending.finish()
+
+    def check_team(team: tuple[str, PolicyResource]) -> None:
+        namespace, resource = team
+        if problems := _problems(namespace, unscoped.get(namespace, [])):
+            report(f"team namespace {namespace!r} has no readable CPU, memory and pod caps ({'; '.join(problems)})"
+                   ": one team's CPU pods can take the system pool where Kueue, Prometheus and the autoscaler "
+                   "run", resource.urn)
+
+    check_each(sorted(teams.items()), check_team, pending)
 
 
 RULE = stack_rule(
