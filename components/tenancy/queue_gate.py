@@ -59,6 +59,15 @@ def controller_namespaces(config: PlatformConfig) -> list[str]:
     return sorted({KUBE_SYSTEM, kind.namespace, *(FRAMEWORKS[name].namespace for name in config.scheduler.frameworks)})
 
 
+def _team_writes(team_label: str, groups: list[str], versions: list[str], resources: list[str]) -> dict[str, Any]:
+    """Creates and updates of these resources in team namespaces."""
+    return {
+        "namespaceSelector": {"matchExpressions": [{"key": team_label, "operator": "Exists"}]},
+        "resourceRules": [{"apiGroups": groups, "apiVersions": versions, "operations": ["CREATE", "UPDATE"],
+                           "resources": resources, "scope": "Namespaced"}],
+    }
+
+
 def gate_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
     kind = scheduler_kind(config.scheduler.kind)
     gate = json.dumps(kind.admission_gate)
@@ -69,11 +78,7 @@ def gate_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
 
     return {
         "failurePolicy": "Fail",
-        "matchConstraints": {
-            "namespaceSelector": {"matchExpressions": [{"key": team_label, "operator": "Exists"}]},
-            "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-                               "resources": ["pods"], "scope": "Namespaced"}],
-        },
+        "matchConstraints": _team_writes(team_label, [""], ["v1"], ["pods"]),
         "variables": [
             *gpu_variables(),
             {"name": "controller", "expression": f"request.userInfo.username == {json.dumps(CONTROLLER_MANAGER)} || "
@@ -117,12 +122,8 @@ def scheduler_rules(config: PlatformConfig, team_label: str) -> dict[str, Any]:
         }]
     return {
         "failurePolicy": "Fail",
-        "matchConstraints": {
-            "namespaceSelector": {"matchExpressions": [{"key": team_label, "operator": "Exists"}]},
-            # Every kind: the pod-grouper reads the queue label from whatever kind tops a pod's owners.
-            "resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
-                               "resources": ["*"], "scope": "Namespaced"}],
-        },
+        # Every kind: the pod-grouper reads the queue label from whatever kind tops a pod's owners.
+        "matchConstraints": _team_writes(team_label, ["*"], ["*"], ["*"]),
         "variables": [
             {"name": "team", "expression": f"namespaceObject.metadata.labels[{json.dumps(team_label)}]"},
             {"name": "queue", "expression": own_queue},
