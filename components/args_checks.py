@@ -14,7 +14,8 @@ from typing import Any, Callable
 import pulumi
 
 from components import catalog
-from components.clouds.profiles import PROFILES, CloudProfile
+from components.clouds import PROFILES
+from components.clouds.facts import CloudProfile
 from components.config.errors import ConfigError, Problems
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join
 from components.config.model import (

@@ -1,6 +1,6 @@
 """Namespaces the platform's own components run in, named once here so the config refuses each as a team name
 (config/teams.py): a team's `edit` in one would reach privileged operator pods and their credentials. Schedulers,
-job frameworks and fabrics name theirs in their own tables (scheduling.kinds, framework_catalog, clouds.profiles).
+job frameworks and fabrics name theirs in their own tables (scheduling.kinds, framework_catalog, each cloud's facts).
 """
 from __future__ import annotations
 

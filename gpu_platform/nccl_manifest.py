@@ -6,8 +6,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from components.clouds.labels import POOL_LABEL, pool_taints
-from components.clouds.profiles import profile
+from components.config.labels import POOL_LABEL, pool_taints
+from components.clouds import profile
 from components.config.model import GpuPool, PlatformConfig, Team, looser_pod_security, pod_security_admits
 from components.gpu.gpudirect import workload_pod
 from components.scheduling.kinds import scheduler_kind

@@ -188,7 +188,7 @@ OKE = NodePoolShape(
 )
 
 # OKE RDMA cluster networks: self-managed nodes launched from an instance configuration, which joins them with the
-# same kubelet flags in its user data (components/clouds/oci_fabric.py).
+# same kubelet flags in its user data (components/clouds/oci/rdma.py).
 _OCI_LAUNCH = "instanceDetails.launchDetails"
 
 

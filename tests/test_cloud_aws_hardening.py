@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from components.clouds.aws_network import INTERNAL_ELB_TAG, PUBLIC_ELB_TAG
-from components.clouds.aws_nodes import NODE_TEMPLATE
+from components.clouds.aws.network import INTERNAL_ELB_TAG, PUBLIC_ELB_TAG
+from components.clouds.aws.nodes import NODE_TEMPLATE
 from components.config import ConfigError, validate
 from conftest import STACKS
 from gpu_platform.engine import plan_stack

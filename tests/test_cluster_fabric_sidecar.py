@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from cluster_manifests import apply_stack, manifests
-from components.clouds.labels import POOL_LABEL
+from components.config.labels import POOL_LABEL
 from gpu_platform.engine import plan_stack
 from helm import Helm, extract_helm
 from test_fabric_baseline import REFUSED, good_pod, privileged_ephemeral_container

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from cluster_manifests import apply_stack, manifests
-from components.clouds.labels import POOL_LABEL
+from components.config.labels import POOL_LABEL
 from components.scheduling.priorities import CEILING_POLICY, WORKLOAD_PRIORITY_LABEL
 from components.tenancy.network_guard import POLICY as TEAM_NETWORK_POLICY
 from components.tenancy.pool_admission import POLICY as POOL_POLICY

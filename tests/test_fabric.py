@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from components.catalog.aws import INSTANCE_TYPES as AWS_TYPES
-from components.clouds.profiles import PROFILES
+from components.clouds.aws.catalog import INSTANCE_TYPES as AWS_TYPES
+from components.clouds import PROFILES
 from components.config import ConfigError
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import validate_stack

@@ -9,7 +9,7 @@ import copy
 import pytest
 
 from cel_policy import refused
-from components.clouds.profiles import PROFILES
+from components.clouds import PROFILES
 from components.config import ConfigError
 from components.gpu.gpudirect import workload_pod
 from components.tenancy.fabric_baseline import POLICY_LABEL, policy_name

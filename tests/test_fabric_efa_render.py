@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.catalog.aws import INSTANCE_TYPES as AWS_TYPES
+from components.clouds.aws.catalog import INSTANCE_TYPES as AWS_TYPES
 from gpu_platform.engine import plan_stack
 from helm import Helm, chart_package, extract_helm
 

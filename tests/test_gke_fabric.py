@@ -11,8 +11,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.catalog.gcp import INSTANCE_TYPES as GCP_TYPES
-from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, PROFILES
+from components.clouds.gcp.catalog import INSTANCE_TYPES as GCP_TYPES
+from components.clouds import PROFILES
+from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from components.config import ConfigError
 from components.gpu import gpudirect
 from gpu_platform import nccl_manifest

@@ -8,14 +8,15 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.clouds import _CLUSTERS
-from components.clouds.labels import pool_labels
-from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, profile
+from components.clouds import package
+from components.config.labels import pool_labels
+from components.clouds import profile
+from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from components.config import split_namespace, validate
 from components.gpu.dcgm import metrics_csv
 from components.gpu.layer import gpu_resources, gpu_resources_at_max
 from components.gpu.mig import mig_parted_config
-from components.gpu.operands import node_labels, operator_mig, operator_shared
+from components.config.operands import node_labels, operator_mig, operator_shared
 from components.gpu.operator import operator_values
 from conftest import STACKS
 from gpu_platform.engine import plan_stack
@@ -40,7 +41,7 @@ def adopt(stack: str) -> dict:
 
 
 def cloud_module_present(stack: str) -> bool:
-    module = _CLUSTERS[stack_config(stack)["gpu-platform:cloud"]][0]
+    module = f"{package(stack_config(stack)['gpu-platform:cloud']).__name__}.cluster"
     return importlib.util.find_spec(module) is not None
 
 

@@ -9,13 +9,13 @@ import copy
 import pytest
 import yaml
 
-from components.clouds.labels import pool_labels, pool_taints
-from components.clouds.profiles import profile
+from components.config.labels import pool_labels, pool_taints
+from components.clouds import profile
 from components.config import validate
 from components.gpu.dcgm import METRICS, metrics_csv
 from components.gpu.layer import gpu_resources, gpu_resources_at_max
 from components.gpu.mig import mig_configs, mig_parted_config
-from components.gpu.operands import operands
+from components.config.operands import operands
 from components.gpu.operator import operator_values
 from components.gpu.sharing import DEFAULT_ENTRY, DEVICE_PLUGIN_CONFIGMAP, device_plugin_configs
 

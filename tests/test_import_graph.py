@@ -1,27 +1,29 @@
-"""The import graph of components/ and gpu_platform/: no circles, nothing imported upward.
+"""The import graph of components/ and gpu_platform/: no circles, and nothing imported upward.
 
 Imports are read with `ast` from every module, including the ones inside functions and `if TYPE_CHECKING:`
-blocks. The layering, bottom to top, as the code stands:
+blocks. The layers, bottom to top; a module imports only from its own layer and the ones below it:
 
-1. Fact tables, importing no component: the chart pins (`components.pins`, nothing at all, the bottom), the GPU
-   catalog (`components.catalog.*`, nothing outside itself), the cloud table (`components.clouds.profiles`, only
-   the pins), the scheduler registry (`components.scheduling.registry`, `components.context` for a type, filled by
-   each scheduler package's `facts` row through the one import line per scheduler in `components.scheduling.kinds`) and
-   the platform's namespaces (`components.namespaces`, nothing).
-2. The stack config (`components.config.*`): reads only the fact tables above plus the few pure helpers it
-   validates against (`components.clouds` package lookup, `clouds.labels`, `clouds.zonal`,
-   `scheduling.framework_catalog`); never a component module that creates resources.
-3. Components (`components.<area>.*`): may import the config, the tables and each other, never `gpu_platform`.
-4. The program (`components.program`): the only importer of the layer modules (`components.<area>.layer`).
-5. `gpu_platform.engine` (runs the program offline) < `gpu_platform.policy`, `gpu_platform.simulator` (read
-   a plan; independent of each other) < `gpu_platform.commands` and `gpu_platform.cli` (the top).
-   `components` never imports `gpu_platform`; the cloud provider SDKs are imported only in
-   `components.clouds.*` (so a stack loads only its own cloud's, see test_startup.py). `policies/` imports
-   neither (tests/test_policy_standalone.py).
+0. Facts, free of Pulumi: the chart pins, the namespaces, the GPU catalog, the cloud registry
+   (`components.clouds`), the shapes of cloud facts (`components.clouds.facts`), and each cloud package's entry
+   (`components.clouds.<cloud>`) with its `facts`, `catalog` and `offline` modules; the scheduler registry
+   (`components.scheduling.registry`, `kinds`) with each scheduler package's `facts` row, and the job framework table.
+1. The stack config (`components.config.*`): the validated model and what follows from it alone (capacity, pool
+   labels and taints, what the GPU Operator does on each pool).
+2. Components (`components.<area>.*`, the cloud packages' clusters, node pools and networks among them): may import
+   each other, except that the cluster layer (`components.clouds.*`) imports none of the in-cluster areas.
+3. The program (`components.program`): the only importer of the layer modules (`components.<area>.layer`).
+4. `gpu_platform.engine` (runs the program offline) and `gpu_platform.nccl_manifest` < `gpu_platform.policy` and
+   `gpu_platform.simulator` (read a plan; independent of each other) < the command line: `gpu_platform.cli` and its
+   `gpu_platform.commands` (which raise the CLI's UsageError; the CLI imports each command on call).
 
-Circles: module-level imports (not counting `if TYPE_CHECKING:` ones, which never run) form no cycle. An import inside a function is how a
-module defers one on purpose (the CLI imports its commands on call, the commands import its UsageError); those
-still obey the layering rules above.
+One way down is deliberate and structural, not a list of exceptions: a registered package's entry or row loads its
+own package's modules inside a function (a cloud's `cluster_class()`, a scheduler row's `parts`), so a stack imports
+only its own cloud's SDK (test_startup.py) and validation no Pulumi.
+The cloud provider SDKs are imported only in their own cloud's package. `policies/` imports neither package
+(tests/test_policy_standalone.py).
+
+Circles: module-level imports (not counting `if TYPE_CHECKING:` ones, which never run) form no cycle. An import inside
+a function is how a module defers one on purpose (the CLI imports its commands on call); those still obey the layers.
 """
 from __future__ import annotations
 
@@ -29,15 +31,18 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("components", "gpu_platform")
-CLOUD_SDKS = ("pulumi_aws", "pulumi_azure_native", "pulumi_gcp", "pulumi_oci")
-FACT_TABLES = ("components.pins", "components.catalog", "components.clouds.profiles", "components.scheduling.kinds",
-               "components.scheduling.registry", "components.namespaces")
-SCHEDULER_FACTS = tuple(f"components.scheduling.{p.parent.name}.facts"
-                        for p in sorted((ROOT / "components/scheduling").glob("*/facts.py")))
-CONFIG_MAY_IMPORT = (*FACT_TABLES, "components.config", "components.clouds.labels", "components.clouds.zonal",
-                     "components.scheduling.framework_catalog")
+CLOUD_SDKS = {"aws": "pulumi_aws", "azure": "pulumi_azure_native", "gcp": "pulumi_gcp", "oci": "pulumi_oci"}
+# The scheduler and job framework tables, and each scheduler package's row.
+SCHEDULER_FACTS = ("components.scheduling.kinds", "components.scheduling.registry",
+                   "components.scheduling.framework_catalog",
+                   *(f"components.scheduling.{p.parent.name}.facts"
+                     for p in sorted((ROOT / "components/scheduling").glob("*/facts.py"))))
+IN_CLUSTER_AREAS = ("components.gpu", "components.network", "components.scheduling", "components.tenancy",
+                    "components.observability")
 
 
 def _module_name(path: Path) -> str:
@@ -46,6 +51,9 @@ def _module_name(path: Path) -> str:
 
 
 MODULES = {_module_name(p): p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))}
+CLOUD_PACKAGES = sorted(m for m, p in MODULES.items()
+                        if m.startswith("components.clouds.") and m.count(".") == 2 and p.name == "__init__.py")
+FACT_MODULES = ("components.pins", "components.namespaces", "components.catalog", "components.clouds.facts")
 
 
 def _type_checking(stmt: ast.If) -> bool:
@@ -86,14 +94,53 @@ def _under(module: str, *prefixes: str) -> bool:
     return any(module == p or module.startswith(p + ".") for p in prefixes)
 
 
+def _cloud_facts(module: str) -> bool:
+    """The registry, and a cloud package's entry and its Pulumi-free modules."""
+    return module == "components.clouds" or module in CLOUD_PACKAGES or any(
+        module == f"{package}.{part}" for package in CLOUD_PACKAGES for part in ("facts", "catalog", "offline"))
+
+
+def _fact(module: str) -> bool:
+    return _under(module, *FACT_MODULES) or _cloud_facts(module)
+
+
+GPU_PLATFORM_LAYERS = (("gpu_platform.engine", "gpu_platform.nccl_manifest"),
+                       ("gpu_platform.policy", "gpu_platform.simulator"),
+                       ("gpu_platform.commands", "gpu_platform.cli"))
+
+
+def _layer(module: str) -> int | None:
+    if _fact(module) or _under(module, *SCHEDULER_FACTS):
+        return 0
+    if _under(module, "components.config"):
+        return 1
+    if module == "components.program":
+        return 3
+    if _under(module, "components"):
+        return 2
+    for rank, layer in enumerate(GPU_PLATFORM_LAYERS, start=4):
+        if _under(module, *layer):
+            return rank
+    return None  # outside both packages, or a package's own __init__ (gpu_platform)
+
+
 def _violations(rule) -> list[str]:
     return sorted({f"{m} -> {t}" for m, found in IMPORTS.items() for t, _ in found if rule(m, t)})
 
 
+def _own_package_on_call(module: str, target: str, top: bool) -> bool:
+    """A cloud package's entry, or a scheduler package's row, loading its own package's modules inside a function."""
+    package = module.removesuffix(".facts") if module in SCHEDULER_FACTS else module
+    return (module in CLOUD_PACKAGES or module in SCHEDULER_FACTS) and not top and _under(target, package)
+
+
 def test_the_graph_is_read():
     assert len(MODULES) > 100
+    assert CLOUD_PACKAGES == [f"components.clouds.{cloud}" for cloud in sorted(CLOUD_SDKS)]
+    assert ("components.clouds.aws.facts", True) in IMPORTS["components.clouds.aws"]
+    assert ("components.clouds.aws.cluster", False) in IMPORTS["components.clouds.aws"]  # a function-level import
+    assert ("gpu_platform.commands.plan", False) in IMPORTS["gpu_platform.cli"]
     assert ("components.scheduling.kueue.facts", True) in IMPORTS["components.scheduling.kinds"]
-    assert ("gpu_platform.commands.plan", False) in IMPORTS["gpu_platform.cli"]  # a function-level import
 
 
 def test_module_level_imports_form_no_cycle():
@@ -119,52 +166,48 @@ def test_module_level_imports_form_no_cycle():
     assert cycles == []
 
 
-def test_components_never_import_gpu_platform():
-    assert _violations(lambda m, t: _under(m, "components") and _under(t, "gpu_platform")) == []
+def test_nothing_is_imported_from_a_higher_layer():
+    upward = sorted({f"{m} -> {t}" for m, found in IMPORTS.items() for t, top in found
+                     if _layer(m) is not None and _layer(t) is not None and _layer(t) > _layer(m)
+                     and not _own_package_on_call(m, t, top)
+                     and not _under(m, *SCHEDULER_FACTS)})  # strict xfail below until they import facts only
+    assert upward == []
 
 
-def test_fact_tables_import_no_component():
-    allowed = {"components.pins": (), "components.catalog": ("components.catalog",),
-               "components.clouds.profiles": ("components.pins",),
-               "components.scheduling.kinds": ("components.scheduling.registry", *SCHEDULER_FACTS),
-               "components.scheduling.registry": ("components.context",),
-               "components.namespaces": ()}
-    assert _violations(lambda m, t: _under(t, "components") and any(
-        _under(m, table) and not _under(t, *ok) for table, ok in allowed.items())) == []
+def test_facts_import_no_pulumi():
+    assert _violations(lambda m, t: _fact(m) and _under(t, "pulumi", "pulumi_kubernetes", *CLOUD_SDKS.values())) == []
 
 
-def test_scheduler_rows_load_their_components_only_on_call():
-    """A scheduler package's facts.py is a fact table at module level; its installer and monitoring functions
-    import the rest of its own package when called (the row never names a module path)."""
-    for facts in SCHEDULER_FACTS:
-        package = facts.removesuffix(".facts")
-        for target, top in IMPORTS[facts]:
-            if _under(target, "components"):
-                facts_only = ("components.pins", "components.context", "components.scheduling.registry")
-                ok = facts_only if top else (*facts_only, package)  # `if TYPE_CHECKING:` ones count as not top
-                assert _under(target, *ok), f"{facts} -> {target}"
-
-
-def test_config_imports_only_the_tables_and_pure_helpers():
-    assert _violations(lambda m, t: _under(m, "components.config") and _under(t, "components")
-                       and t not in ("components", "components.clouds") and not _under(t, *CONFIG_MAY_IMPORT)) == []
+def test_the_cluster_layer_imports_no_in_cluster_area():
+    assert _violations(lambda m, t: _under(m, "components.clouds") and _under(t, *IN_CLUSTER_AREAS)) == []
 
 
 def test_only_the_program_imports_layers():
     assert _violations(lambda m, t: t.endswith(".layer") and _under(t, "components")
                        and m != "components.program") == []
-    assert _violations(lambda m, t: t == "components.program") == []
 
 
-def test_cloud_sdks_only_in_cloud_modules():
-    assert _violations(lambda m, t: _under(t, *CLOUD_SDKS) and not _under(m, "components.clouds")) == []
+def test_each_cloud_sdk_only_in_its_own_cloud_package():
+    assert _violations(lambda m, t: any(_under(t, sdk) and not _under(m, f"components.clouds.{cloud}")
+                                        for cloud, sdk in CLOUD_SDKS.items())) == []
 
 
-def test_gpu_platform_layers():
-    below_commands = ("gpu_platform.engine", "gpu_platform.policy", "gpu_platform.simulator")
-    assert _violations(lambda m, t: _under(m, *below_commands)
-                       and _under(t, "gpu_platform.commands", "gpu_platform.cli")) == []
-    assert _violations(lambda m, t: _under(m, "gpu_platform.engine")
-                       and _under(t, "gpu_platform.policy", "gpu_platform.simulator")) == []
+def test_policy_and_simulator_are_independent():
     assert _violations(lambda m, t: (_under(m, "gpu_platform.policy") and _under(t, "gpu_platform.simulator"))
                        or (_under(m, "gpu_platform.simulator") and _under(t, "gpu_platform.policy"))) == []
+
+
+# Left upward by the scheduler packages (issue 26): the registry types a row's installer with the component context
+# (components.context, `if TYPE_CHECKING:`), the job framework table reads the config model on call, and tenancy reads
+# scheduling and observability constants. Strict: once they import facts only these pass, and the marks must go.
+@pytest.mark.xfail(strict=True, reason="scheduling.registry -> components.context, framework_catalog -> config.model")
+def test_the_scheduler_tables_import_only_facts():
+    assert _violations(lambda m, t: _under(m, *SCHEDULER_FACTS) and _under(t, "components")
+                       and _layer(t) != 0) == []
+
+
+@pytest.mark.xfail(strict=True, reason="tenancy still imports scheduling and observability (scheduler package)")
+def test_tenancy_imports_no_scheduling_or_observability():
+    assert _violations(lambda m, t: _under(m, "components.tenancy")
+                       and _under(t, "components.scheduling", "components.observability")
+                       and not _under(t, *SCHEDULER_FACTS)) == []

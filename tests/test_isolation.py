@@ -9,7 +9,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION
+from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from components.config import ConfigError, validate
 from components.scheduling.framework_catalog import BUILT_IN, FRAMEWORKS
 from components.scheduling.priorities import CEILING_POLICY, forbidden_classes, TEMPLATE_PRIORITY_PATHS, uses_forbidden, wrapped_rule

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from components.autoscaling.karpenter import CHART_VERSION
-from components.clouds.profiles import PROFILES
+from components.clouds import PROFILES
 from components.config import ConfigError, validate
 from components.config.errors import Problems
 from components.config.provisioning import provisioner_version_check

@@ -69,7 +69,7 @@ def at_least_as_strict(ours: dict, theirs: dict) -> bool:
 def ours() -> list[dict]:
     plan = plan_stack("aws-dev", config_overrides=karpenter_cluster())
     policy = next(r for r in plan.of_type("aws:iam/rolePolicy:RolePolicy") if r.name == "ml-dev-karpenter")
-    # The offline engine's cluster ARN names no region (gpu_platform/engine/mocks.py); EKS's names the cluster's.
+    # The offline engine's cluster ARN names no region (components/clouds/aws/offline.py); EKS's names the cluster's.
     return json.loads(policy.inputs["policy"].replace(":eks:offline:", ":eks:us-west-2:"))["Statement"]
 
 

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from components.autoscaling.values import CHART_VERSION, IMAGE_TAGS, image_tag, shared_values
-from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, PROFILES
+from components.clouds import PROFILES
+from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from components.config import ConfigError, validate
 from conftest import ROOT, STACKS, upstream
 from gpu_platform.engine import plan_stack

@@ -6,8 +6,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.clouds.labels import pool_taints
-from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, profile
+from components.config.labels import pool_taints
+from components.clouds import profile
+from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from conftest import ROOT
 from gpu_platform.cli import main
 from gpu_platform.engine.plan import validate_stack

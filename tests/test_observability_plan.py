@@ -11,7 +11,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION
+from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from components.config import split_namespace, validate
 from components.gpu.dcgm import METRICS
 from components.observability import dashboard as dash

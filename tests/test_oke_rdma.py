@@ -11,8 +11,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.catalog.oci import INSTANCE_TYPES as OCI_TYPES
-from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION, PROFILES
+from components.clouds.oci.catalog import INSTANCE_TYPES as OCI_TYPES
+from components.clouds import PROFILES
+from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from gpu_platform.cli import main
 from gpu_platform.engine import plan_stack
 from test_fabric import errors as fabric_errors, one

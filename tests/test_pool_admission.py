@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from cel_policy import refused
-from components.clouds.labels import POOL_LABEL
+from components.config.labels import POOL_LABEL
 from components.tenancy.pool_admission import POLICY
 from gpu_platform.engine import plan_stack
 from test_scheduling_stacks import by_name

@@ -15,7 +15,7 @@ def test_every_command_registers_the_subcommand_it_is_named_by():
 
 
 def test_commands_in_help_order():
-    assert [c.name for c in commands()] == ["validate", "catalog", "plan", "check", "simulate", "nccl-test"]
+    assert [c.name for c in commands()] == ["validate", "catalog", "plan", "check", "simulate", "nccl-test", "schema"]
 
 
 def test_layers_install_in_order():

@@ -256,7 +256,7 @@ def test_pinned_zones_are_refused_with_existing_subnets():
 def test_subnet_slots_never_overlap_and_never_move_when_a_slot_is_added(vpc):
     import ipaddress
 
-    from components.clouds.aws_network import MAX_SUBNET_SLOTS, subnet_cidrs
+    from components.clouds.aws.network import MAX_SUBNET_SLOTS, subnet_cidrs
 
     private, public = subnet_cidrs(vpc, MAX_SUBNET_SLOTS)
     nets = [ipaddress.ip_network(c) for c in private + public]

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from components.catalog import lookup
-from components.clouds.labels import POOL_LABEL
+from components.config.labels import POOL_LABEL
 from components.config import validate
 from components.scheduling.kueue import component as kueue
 from components.scheduling.priorities import LEVELS

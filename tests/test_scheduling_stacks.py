@@ -15,7 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.clouds.profiles import DEFAULT_KUBERNETES_VERSION
+from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from conftest import ROOT, STACKS, strict_schema, upstream
 from gpu_platform.engine import Plan, plan_stack
 from gpu_platform.engine.plan import read_stack_config

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from components.catalog import instance_types, lookup
-from components.clouds.profiles import PROFILES
+from components.clouds import PROFILES
 from components.config import validate
 from components.config.errors import ConfigError
 from components.config.parse import parse

@@ -10,8 +10,9 @@ import pytest
 from components import catalog
 from components.autoscaling import values as autoscaling
 from components.catalog.types import MigShape, mig_shape
-from components.clouds import aws_iam, azure
-from components.clouds.profiles import PROFILES
+from components.clouds.aws import iam as aws_iam
+from components.clouds.azure import cluster as azure
+from components.clouds import PROFILES
 from components.config import model, validate
 
 ROOT = Path(__file__).resolve().parents[1]

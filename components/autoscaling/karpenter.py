@@ -1,6 +1,6 @@
 """Karpenter: its CRDs and controller charts (unless the cloud runs Karpenter itself), and each GPU pool's node class
-and NodePool, as the cluster describes them (EKS builds the objects in components/clouds/aws_karpenter.py, AKS node
-auto-provisioning in components/clouds/azure_karpenter.py; this layer imports no cloud SDK)."""
+and NodePool, as the cluster describes them (EKS builds the objects in components/clouds/aws/karpenter.py, AKS node
+auto-provisioning in components/clouds/azure/karpenter.py; this layer imports no cloud SDK)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -7,6 +7,7 @@ from components import namespaces
 from components.config.capacity import GPU_RESOURCE, mig_strategy, pool_units
 from components.config.model import PlatformConfig
 from components.pins import PINS
+from components.system_pool import tolerating
 
 CHART = "cluster-autoscaler"
 CHART_VERSION = PINS[CHART].version
@@ -23,7 +24,7 @@ SERVICE_ACCOUNT = "cluster-autoscaler"  # fixed, so IRSA / workload identity tru
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 # GPU nodes are slow and dear to start: wait before calling one unneeded, and after scaling up. Bare-metal GPU
 # nodes take 15-25 minutes to boot and join; the 15m provisioning default gives up on them. AKS's managed
-# autoscaler profile (clouds/azure.py) uses the same timings.
+# autoscaler profile (clouds/azure/cluster.py) uses the same timings.
 UNNEEDED_TIME = "15m"
 DELAY_AFTER_ADD = "15m"
 MAX_NODE_PROVISION_TIME = "30m"
@@ -63,7 +64,7 @@ def shared_values(config: PlatformConfig) -> dict[str, Any]:
         "rbac": {"serviceAccount": {"name": SERVICE_ACCOUNT}},
         "priorityClassName": "system-cluster-critical",
         # It runs on the system pool: no GPU or spot toleration, so it never holds a GPU node up.
-        "tolerations": [],
+        "tolerations": tolerating(),
         "resources": {"requests": {"cpu": "100m", "memory": "600Mi"}, "limits": {"memory": "1Gi"}},
         "extraArgs": {
             "scale-down-unneeded-time": UNNEEDED_TIME,

@@ -1,10 +1,12 @@
-"""The GPU catalog: GPU models and each cloud's GPU instance types, with lookups that say what missed."""
+"""The GPU catalog: GPU models, and each cloud's GPU instance types (components/clouds/<cloud>/catalog.py), with
+lookups that say what missed."""
 from __future__ import annotations
 
 import difflib
-import importlib
 import re
 from collections.abc import Iterable, Sequence
+
+from components import clouds
 
 from .gpus import GPU_MODELS
 from .types import GpuModel, InstanceType, MigProfile
@@ -14,7 +16,7 @@ __all__ = [
     "equivalents", "format_table", "gpu_model", "gpu_models", "instance_types", "lookup",
 ]
 
-CLOUDS = ("aws", "azure", "gcp", "oci")
+CLOUDS = clouds.CLOUDS
 
 _COLUMNS = (
     "cloud", "instance type", "GPU", "GPUs", "GPU mem GiB", "vCPU", "mem GiB", "interconnect",
@@ -35,7 +37,7 @@ def _table(cloud: str) -> dict[str, InstanceType]:
     if cloud not in CLOUDS:
         raise CatalogError(f"unknown cloud {cloud!r}; allowed clouds: {', '.join(CLOUDS)}")
     # Load only the asked cloud's table: planning an AWS stack never imports the others.
-    return importlib.import_module(f"{__name__}.{cloud}").INSTANCE_TYPES
+    return clouds.package(cloud).instance_types()
 
 
 def _suggest(name: str, candidates: Iterable[str]) -> list[str]:
@@ -96,8 +98,8 @@ def equivalents(row: InstanceType, cloud: str, limit: int = 3) -> list[str]:
 
 def instance_types(cloud: str | None = None) -> list[InstanceType]:
     """All catalogued instance types, or one cloud's, sorted by cloud then name (numbers by value)."""
-    clouds = CLOUDS if cloud is None else (cloud,)
-    rows = [row for c in clouds for row in _table(c).values()]
+    names = CLOUDS if cloud is None else (cloud,)
+    rows = [row for c in names for row in _table(c).values()]
     return sorted(rows, key=lambda row: (row.cloud, _natural_key(row.name)))
 
 

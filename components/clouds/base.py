@@ -7,8 +7,8 @@ import pulumi_kubernetes as k8s
 
 from components.args import fill_defaults
 from components.args_checks import check_args
-from components.clouds.labels import pool_labels, pool_taints
-from components.clouds.profiles import CloudProfile
+from components.clouds.facts import CloudProfile
+from components.config.labels import pool_labels, pool_taints
 from components.config.capacity import mig_strategy, pool_units
 from components.config.model import GpuPool, PlatformConfig, Taint, pod_security_admits
 

@@ -1,7 +1,7 @@
 """Team groups against the cloud's identities: RBAC binds them by name, so the cloud must put that name in tokens."""
 from __future__ import annotations
 
-from components.clouds.profiles import CloudProfile
+from components.clouds.facts import CloudProfile
 from components.config.errors import Problems
 from components.config.fields import join
 from components.config.model import Cluster, Team

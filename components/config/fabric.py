@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.clouds.profiles import CloudProfile
+from components.clouds import profile
+from components.clouds.facts import CloudProfile
 from components.config.errors import Problems
 from components.config.fields import Section, join, name_index
+from components.config.model import PlatformConfig
 
 AUTO = "auto"
 NONE = "none"
@@ -135,3 +137,11 @@ def fabric_extras_checks(extras: dict[str, Any], adopted: bool, items: list[Any]
             if key not in extras:
                 problems.add(join(join("gpuPools", index[pool.name]), "fabric"),
                              f"{pool.fabric} needs cluster.{prof.name}.{key} ({prof.extras[key].doc})")
+
+
+def nic_counts(config: PlatformConfig) -> dict[str, int]:
+    """GPU NICs per GPUDirect fabric the pools use, by fabric name (each fabric is one machine type's): the NIC VPCs
+    the cluster creates and the Network objects inside it."""
+    fabrics = profile(config.cloud).fabrics
+    return dict(sorted({p.fabric: p.instance.fabric_interfaces for p in config.gpu_pools
+                        if p.fabric in fabrics and fabrics[p.fabric].gpudirect}.items()))

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from components.clouds.profiles import PROFILES
+from components.clouds import PROFILES
 from components.config import fields
 from components.config.fields import Section
 

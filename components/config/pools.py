@@ -6,10 +6,10 @@ from typing import Any
 
 from components import catalog
 # A module reference, not a name: labels imports the config model, so it may still be initializing here.
-from components.clouds import labels as node_facts
+from components.config import labels as node_facts
 from components.catalog.placement import placement_problem
 from components.catalog.types import mig_shape
-from components.clouds.profiles import CloudProfile
+from components.clouds.facts import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
 from components.config.fabric import read_fabric, warn_peer_memory

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from components import catalog
-from components.clouds.profiles import CloudProfile
+from components.clouds.facts import CloudProfile
 from components.config.errors import Problems
 from components.config.fabric import AUTO, NONE
 from components.config.fields import join, name_index

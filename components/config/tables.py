@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from components.clouds.profiles import KUBERNETES_VERSIONS_AS_OF, REGIONS_AS_OF, CloudProfile
+from components.clouds.facts import KUBERNETES_VERSIONS_AS_OF, REGIONS_AS_OF, CloudProfile
 from components.config.errors import Problems
 
 _VERSION = re.compile(r"1\.(?P<minor>\d{2})(\.\d+)?")

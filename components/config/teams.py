@@ -5,8 +5,9 @@ import dataclasses
 from typing import Any
 
 # A module reference, not a name: labels imports the config model, so it may still be initializing here.
-from components.clouds import labels as node_facts
-from components.clouds.profiles import PROFILES, CloudProfile
+from components.config import labels as node_facts
+from components.clouds import PROFILES
+from components.clouds.facts import CloudProfile
 from components.config import capacity
 from components.config.errors import Problems
 from components.config.fabric import AUTO, NONE

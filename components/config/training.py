@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.clouds.profiles import CloudProfile
+from components.clouds.facts import CloudProfile
 from components.config.errors import Problems
 from components.config.fields import Section, join, name_index
 from components.config.model import GpuPool, Scheduler, Team

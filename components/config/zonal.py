@@ -1,13 +1,23 @@
-"""Pool sizes against per-zone initial node counts: a pool must not start above its own maxNodes."""
+"""Node counts on clouds that start a pool's initial nodes in every zone (GKE `initialNodeCount`), and pool sizes
+checked against them: a pool must not start above its own maxNodes."""
 from __future__ import annotations
 
 from typing import Any
 
-from components.clouds.profiles import CloudProfile
-from components.clouds.zonal import initial_per_zone, nodes_at_creation
+from components.clouds.facts import CloudProfile
 from components.config.errors import Problems
 from components.config.fields import join, name_index
 from components.config.model import Cluster, GpuPool
+
+
+def initial_per_zone(min_nodes: int, zones: int) -> int:
+    """Nodes per zone at creation: minNodes spread over the zones, rounded up so the pool starts at minNodes at least."""
+    return -(-min_nodes // zones) if min_nodes else 0
+
+
+def nodes_at_creation(min_nodes: int, zones: int) -> int:
+    """What the pool really starts with: the per-zone count in every zone."""
+    return initial_per_zone(min_nodes, zones) * zones
 
 
 def per_zone_start_checks(cluster: Cluster, items: list[Any], pools: list[GpuPool], prof: CloudProfile,

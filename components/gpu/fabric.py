@@ -8,12 +8,14 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes.helm.v3 as helm
 
-from components.clouds.labels import FABRIC_LABEL, pool_taints
-from components.clouds.profiles import Fabric, profile
+from components.config.labels import FABRIC_LABEL, pool_taints
+from components.clouds import profile
+from components.clouds.facts import Fabric
+from components.config.fabric import nic_counts
 from components.config.model import PlatformConfig
 from components.gpu.network_operator import NetworkOperator
 from components.gpu.fabric_daemonset import daemonset_plugin
-from components.gpu.gpudirect import GpuDirectFabrics, nic_counts
+from components.gpu.gpudirect import GpuDirectFabrics
 
 
 def tolerations(config: PlatformConfig, fabric: str) -> list[dict[str, str]]:

@@ -7,7 +7,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.clouds.profiles import Fabric
+from components.clouds.facts import Fabric
 
 CONFIG_DIR = "/k8s-rdma-shared-dev-plugin"  # where the plugin reads config.json
 # The kubelet's device-plugin and plugin-registration sockets, and /dev for the HCAs the plugin hands to pods.

@@ -3,8 +3,8 @@ the NCCL plugin installer DaemonSet per fabric and the NRI device injector, as G
 container-engine-accelerators ships them (gpudirect-tcpx/, gpudirect-tcpxo/, nri_device_injector/), selected to the
 fabric's pools by their node label instead of every H100 node.
 
-Also the names both sides agree on: the VPCs and subnets the cloud layer creates (components/clouds/gcp_fabric.py),
-and the Network objects pods name in `networking.gke.io/interfaces` (gpu_platform/nccl_manifest.py)."""
+Also the Network objects pods name in `networking.gke.io/interfaces` (gpu_platform/nccl_manifest.py); the VPCs and
+subnets they stand for are the cluster layer's (components/clouds/gcp/gpudirect.py), named in components/clouds/gcp/facts.py."""
 from __future__ import annotations
 
 import json
@@ -16,8 +16,11 @@ import pulumi_kubernetes.meta.v1 as meta
 from pulumi_kubernetes.apiextensions import CustomResource
 
 from components import namespaces
-from components.clouds.labels import FABRIC_LABEL
-from components.clouds.profiles import Fabric, profile
+from components.config.labels import FABRIC_LABEL
+from components.clouds import profile
+from components.clouds.facts import Fabric
+from components.clouds.gcp.facts import short, subnet_name, vpc_name
+from components.config.fabric import nic_counts
 from components.config.model import PlatformConfig
 
 API = "networking.gke.io/v1"
@@ -45,26 +48,6 @@ if [ -d /dev/aperture_devices ]; then
     chmod a+rw /dev/aperture_devices/*/resource*
 fi
 """
-
-
-def nic_counts(config: PlatformConfig) -> dict[str, int]:
-    """GPU NICs per GPUDirect fabric the pools use, by fabric name (each fabric is one machine type's)."""
-    fabrics = profile(config.cloud).fabrics
-    return dict(sorted({p.fabric: p.instance.fabric_interfaces for p in config.gpu_pools
-                        if p.fabric in fabrics and fabrics[p.fabric].gpudirect}.items()))
-
-
-def short(fabric: str) -> str:
-    """`tcpx` / `tcpxo`: keeps derived cloud and Kubernetes names short."""
-    return fabric.removeprefix("gpudirect-")
-
-
-def vpc_name(cluster: str, fabric: str, nic: int) -> str:
-    return f"{cluster}-{short(fabric)}-net-{nic}"
-
-
-def subnet_name(cluster: str, fabric: str, nic: int) -> str:
-    return f"{cluster}-{short(fabric)}-sub-{nic}"
 
 
 def network_name(fabric: str, nic: int) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.clouds.labels import pool_labels
+from components.config.labels import pool_labels
 from components.config.capacity import mig_strategy, pool_units
 from components.config.model import PlatformConfig
 from components.context import Context

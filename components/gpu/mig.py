@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import yaml
 
-from components.clouds.profiles import profile
+from components.clouds import profile
 from components.config.model import PlatformConfig
-from components.gpu.operands import MIG_DISABLED, operator_mig
+from components.config.operands import MIG_DISABLED, operator_mig
 
 MIG_CONFIGMAP = "gpu-platform-mig-parted-config"
 MIG_CONFIG_KEY = "config.yaml"  # mig-manager reads only this key

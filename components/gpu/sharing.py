@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import yaml
 
-from components.clouds.profiles import profile
+from components.clouds import profile
 from components.config.capacity import GPU_RESOURCE
 from components.config.model import GpuPool, PlatformConfig
-from components.gpu.operands import operator_shared, sharing_entry
+from components.config.operands import operator_shared, sharing_entry
 
 DEVICE_PLUGIN_CONFIGMAP = "gpu-platform-device-plugin-config"
 # Nodes without a `nvidia.com/device-plugin.config` label get whole GPUs. A dot keeps it apart from pool names

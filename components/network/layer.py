@@ -1,7 +1,7 @@
 """The network layer: a NetworkPolicy engine on clusters whose CNI enforces none, before any team namespace exists."""
 from __future__ import annotations
 
-from components.clouds.profiles import profile
+from components.clouds import profile
 from components.context import Context
 from components.network.calico import CalicoPolicyOnly
 

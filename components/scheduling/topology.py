@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.clouds.profiles import profile
+from components.clouds import profile
 from components.config.model import GpuPool, PlatformConfig
 
 HOSTNAME = "kubernetes.io/hostname"  # every node has it; the CRD allows it only as the lowest level
 NETWORK = "gpu-network"  # the cloud's block/rack labels, then the host
 HOSTS = "gpu-hosts"  # the host alone: pods packed onto the fewest nodes
-NETWORK_LAYERS = 3  # every cloud's block/rack labels are three (profiles.NetworkTopology.levels)
+NETWORK_LAYERS = 3  # every cloud's block/rack labels are three (clouds.facts.NetworkTopology.levels)
 
 
 def pool_levels(config: PlatformConfig, pool: GpuPool) -> tuple[str, ...]:

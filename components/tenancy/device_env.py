@@ -3,7 +3,7 @@
 The NVIDIA container toolkit, by default, gives an unprivileged container the GPUs its NVIDIA_VISIBLE_DEVICES
 names ("all" included), whatever the device plugin allocated: a pod asking for one GPU, or none, would see every
 GPU of its node. Where the GPU Operator owns toolkit and device plugin on every GPU node, the toolkit takes device
-lists only from the plugin's volume mounts (gpu/operands.py volume_mount_devices), which no pod spec can forge;
+lists only from the plugin's volume mounts (config/operands.py volume_mount_devices), which no pod spec can forge;
 where a node image owns the toolkit (EKS, AKS) or devices pass through a cloud's plugin or CDI (GKE), this check is
 the guard. Image ENV (CUDA images set NVIDIA_VISIBLE_DEVICES=all) is out of admission's sight: only the toolkit
 setting covers it.

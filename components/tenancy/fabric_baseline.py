@@ -18,7 +18,8 @@ from typing import Any
 
 import pulumi
 
-from components.clouds.profiles import GpuDirect, profile
+from components.clouds import profile
+from components.clouds.facts import GpuDirect
 from components.config.model import PlatformConfig, Team
 from components.gpu.gpudirect import writable_host_path
 from components.tenancy.deny_policy import deny_policy

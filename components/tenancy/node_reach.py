@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.clouds.labels import POOL_LABEL
+from components.config.labels import POOL_LABEL
 from components.config.model import GPU_TAINT
 
 

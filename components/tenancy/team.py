@@ -17,7 +17,7 @@ import pulumi_kubernetes.rbac.v1 as rbac
 
 from components.args import fill_defaults
 from components.args_checks import check_args
-from components.clouds.labels import LABEL_PREFIX
+from components.config.labels import LABEL_PREFIX
 from components.config.model import PlatformConfig, Prometheus, Team as TeamConfig
 from components.observability.reclaimer.job import RECLAIM_ENABLED, RECLAIM_LABEL
 from components.scheduling.priorities import forbidden_classes

@@ -9,14 +9,16 @@ from typing import Any
 
 from pulumi_policy.proxy import UnknownValueError
 
+from components.clouds import CLOUDS
 from components.scheduling.kinds import KINDS
 from gpu_platform.engine.plan import Plan, PlannedResource
 from policies.pool_reach import PoolReach, pool_reach
 
 POOL_TYPE = "gpu-platform:cluster:GpuNodePool"
 TEAM_TYPE = "gpu-platform:tenancy:Team"
-# Component areas that build the cluster itself; every other area is named by its own segment.
-CLUSTER_AREAS = ("aws", "azure", "gcp", "oci", "cluster", "existing")
+# Component areas that build the cluster itself (each cloud's, the shared ones); every other area is named by its own
+# segment.
+CLUSTER_AREAS = (*CLOUDS, "cluster", "existing")
 DRIVER_OWNERS = {"managed": "cloud image", "operator": "GPU Operator"}
 
 

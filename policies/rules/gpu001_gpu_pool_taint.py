@@ -64,7 +64,7 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
                     report(problem, cluster.urn)
     pending.finish()
     if not checked:
-        args.not_applicable("no GPU node pools")
+        graph.outside_plan(args, "no GPU node pools", "GPU node pools and their taints")
 
 
 RULE = stack_rule(
@@ -91,7 +91,7 @@ RULE = stack_rule(
     severity=Severity.HIGH, enforcement=EnforcementLevel.MANDATORY,
     remediation=(
         "Pools made from `gpu-platform:gpuPools` always get `nvidia.com/gpu=present:NoSchedule`; if this "
-        "finding names one, the taint was removed in code: restore `pool_taints` in components/clouds/labels.py.",
+        "finding names one, the taint was removed in code: restore `pool_taints` in components/config/labels.py.",
         "For a node pool created outside the GpuNodePool component, add the taint in that cloud's field "
         "(see the rule description), or move the pool into `gpu-platform:gpuPools`.",
         "Workloads that need the GPUs tolerate `nvidia.com/gpu` (pods requesting nvidia.com/gpu get the "

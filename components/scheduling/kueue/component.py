@@ -16,8 +16,8 @@ from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs
 
 from components.args import fill_defaults
 from components.args_checks import check_args
-from components.clouds.labels import POOL_LABEL, pool_taints
-from components.clouds.profiles import profile
+from components.clouds import profile
+from components.config.labels import POOL_LABEL, pool_taints
 from components.config.model import GpuPool, PlatformConfig, Team
 from components.scheduling import provisioning, topology
 from components.scheduling.framework_catalog import kueue_integrations
@@ -25,6 +25,7 @@ from components.scheduling.kueue.facts import KIND
 from components.scheduling.priorities import LEVELS
 from components.scheduling.shares import COHORT, PoolShare, has_cohort, team_shares, team_weight
 from components.tenancy.team import RBAC_GROUP, TEAM_LABEL
+from components.system_pool import tolerating
 
 if TYPE_CHECKING:
     from components.context import Context
@@ -244,7 +245,7 @@ class Kueue(pulumi.ComponentResource):
                     # The chart's values.yaml points at a staging image; pin the released one.
                     "controllerManager": {"manager": {"image": {
                         "repository": "registry.k8s.io/kueue/kueue", "tag": f"v{VERSION}",
-                        "pullPolicy": "IfNotPresent"}}},
+                        "pullPolicy": "IfNotPresent"}}, "tolerations": tolerating()},
                 },
             ),
             opts=pulumi.ResourceOptions(parent=self),

@@ -1,8 +1,8 @@
 """OCI GPU compute shapes."""
 from __future__ import annotations
 
-from .gpus import A10, A100_40GB, A100_80GB, B200_180GB, H100_80GB, H200_141GB, L40S, V100
-from .types import InstanceType
+from components.catalog.gpus import A10, A100_40GB, A100_80GB, B200_180GB, H100_80GB, H200_141GB, L40S, V100
+from components.catalog.types import InstanceType
 
 # (shape, GPU, GPUs, vCPUs, memory GiB, interconnect); OCI sells OCPUs, one OCPU = 2 vCPUs.
 _ROWS = (

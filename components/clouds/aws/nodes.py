@@ -8,12 +8,14 @@ import pulumi_aws.autoscaling as autoscaling
 import pulumi_aws.ec2 as ec2
 import pulumi_aws.eks as eks
 
-from components.clouds import aws_fabric
+from components.clouds.aws import efa
 from components.clouds.base import GpuNodePool
-from components.clouds.labels import LABEL_PREFIX
-from components.clouds.profiles import CloudProfile, GpuImage
+from components.config.labels import LABEL_PREFIX
+from components.clouds.facts import CloudProfile, GpuImage
+from components.clouds.aws.facts import PROFILE
 from components.config.capacity import GPU_RESOURCE
 from components.config.model import GpuPool, PlatformConfig, Taint
+from components.system_pool import SYSTEM_TAINT
 
 GPU_NODE_GROUP_PREFIX = "gpu-"  # keeps GPU node groups apart from "system" whatever the pools are called
 SYSTEM_NODE_GROUP = "system"
@@ -63,7 +65,7 @@ def node_template_tags(labels: dict[str, str], taints: tuple[Taint, ...], advert
 
 def system_node_group(name: str, config: PlatformConfig, cluster: eks.Cluster, node_role_arn: pulumi.Input[str],
                       subnet_ids: list, opts: pulumi.ResourceOptions) -> eks.NodeGroup:
-    """The untainted pool for cluster add-ons and platform controllers."""
+    """The pool for cluster add-ons and platform controllers, tainted so team pods stay off it."""
     system = config.cluster.system_pool
     template = ec2.LaunchTemplate(f"{name}-system-launch-template", metadata_options=METADATA_OPTIONS, opts=opts)
     return eks.NodeGroup(
@@ -72,6 +74,9 @@ def system_node_group(name: str, config: PlatformConfig, cluster: eks.Cluster, n
         capacity_type="ON_DEMAND", version=cluster.version,
         scaling_config=scaling(system.min_nodes, system.max_nodes),
         labels={f"{LABEL_PREFIX}/node-role": SYSTEM_NODE_GROUP}, launch_template=template_ref(template),
+        # EKS managed node groups carry taints themselves (updated in place).
+        taints=[{"key": SYSTEM_TAINT.key, "value": SYSTEM_TAINT.value,
+                 "effect": PROFILE.taint_effects[SYSTEM_TAINT.effect]}],
         # A second group named "system" cannot exist beside the first: a replacement (a new instance type) must
         # delete the old group first, and system pods wait for the new one (plan --diff warns).
         opts=pulumi.ResourceOptions.merge(opts, NODE_GROUP_OPTS))
@@ -85,7 +90,7 @@ def template_ref(template: ec2.LaunchTemplate) -> dict[str, Any]:
 def gpu_launch_template(name: str, pool: GpuNodePool, image: GpuImage, reservation_id: str | None,
                         fabric: dict[str, Any], opts: pulumi.ResourceOptions) -> ec2.LaunchTemplate:
     """A GPU pool's launch template: metadata locked down, room for CUDA images, the pool's EFA interfaces and
-    placement (`fabric`, aws_fabric) and, for a Capacity Block, the block's instance type and reservation (a
+    placement (`fabric`, efa.py) and, for a Capacity Block, the block's instance type and reservation (a
     CAPACITY_BLOCK node group launches only through such a template)."""
     disk = {"device_name": image.image_volume, "ebs": {
         "volume_size": GPU_DISK_GIB, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"}}
@@ -111,7 +116,7 @@ def gpu_node_group(name: str, pool: GpuNodePool, spec: GpuPool, config: Platform
     capacity_type = profile.capacity_types[spec.capacity_type]
     reservation_id = (config.cluster.extras[profile.reservations_key][spec.name]["reservationId"]
                       if spec.capacity_type == "reserved" else None)
-    fabric = (aws_fabric.efa_launch_settings(name, spec, cluster, reservation_id is not None, opts)
+    fabric = (efa.efa_launch_settings(name, spec, cluster, reservation_id is not None, opts)
               if spec.fabric == "efa" else {})
     template = gpu_launch_template(name, pool, image, reservation_id, fabric, opts)
     # A Capacity Block's template names the instance type; EKS rejects it on the group as well.

@@ -1,5 +1,5 @@
 """GKE: a VPC with pod/service ranges and Cloud NAT (unless given), a private regional cluster, a system pool
-and one node pool per GPU pool; GPUDirect pools also get their GPU NIC VPCs and compact placement (gcp_fabric)."""
+and one node pool per GPU pool; GPUDirect pools also get their GPU NIC VPCs and compact placement (gpudirect.py)."""
 from __future__ import annotations
 
 import pulumi
@@ -9,13 +9,15 @@ import pulumi_gcp.projects as projects
 import pulumi_gcp.serviceaccount as serviceaccount
 import yaml
 
-from components.clouds import gcp_fabric
+from components.clouds.gcp import gpudirect as gcp_gpudirect
+from components.clouds.gcp.facts import PROFILE
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
-from components.clouds.profiles import CloudProfile, profile
-from components.clouds.zonal import initial_per_zone
+from components.clouds.facts import CloudProfile
+from components.config.fabric import nic_counts
 from components.config.model import Cluster, GpuPool, PlatformConfig
 from components.config.provisioning import NAP_KEY
-from components.gpu import gpudirect
+from components.config.zonal import initial_per_zone
+from components.system_pool import SYSTEM_TAINT
 
 NODE_CIDR = "10.0.0.0/20"
 POD_RANGE, POD_CIDR = "pods", "10.16.0.0/14"  # a /24 per node: room for ~1000 nodes
@@ -117,7 +119,7 @@ class GkeCluster(PlatformCluster):
     def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
         cluster = config.cluster
         super().__init__(self.TYPE, name, {"clusterName": cluster.name, "region": cluster.region}, opts)
-        prof = profile("gcp")
+        prof = PROFILE
         extras = cluster.extras
         project = extras["project"]
         zones = extras["zones"]
@@ -133,9 +135,9 @@ class GkeCluster(PlatformCluster):
         self._nodes_account, nodes_ready = self._node_service_account(name, cluster, project)
         # One VPC per GPU NIC for each GPUDirect fabric the pools use, shared by its pools.
         self._nic_networks = {
-            kind: gcp_fabric.nic_networks(name, cluster.name, project, cluster.region, prof.fabrics[kind],
+            kind: gcp_gpudirect.nic_networks(name, cluster.name, project, cluster.region, prof.fabrics[kind],
                                           nics, pulumi.ResourceOptions(parent=self))
-            for kind, nics in gpudirect.nic_counts(config).items()}
+            for kind, nics in nic_counts(config).items()}
         gke = container.Cluster(
             f"{name}-gke",
             name=cluster.name,
@@ -187,7 +189,10 @@ class GkeCluster(PlatformCluster):
             management={"auto_repair": True, "auto_upgrade": True},
             node_config={"machine_type": system.instance_type, "image_type": "COS_CONTAINERD",
                          "service_account": self._nodes_account.email,
-                         "oauth_scopes": OAUTH_SCOPES, "workload_metadata_config": {"mode": "GKE_METADATA"}},
+                         "oauth_scopes": OAUTH_SCOPES, "workload_metadata_config": {"mode": "GKE_METADATA"},
+                         # GKE: node pool taints, updated in place (UpdateNodePool `taints`).
+                         "taints": [{"key": SYSTEM_TAINT.key, "value": SYSTEM_TAINT.value,
+                                     "effect": prof.taint_effects[SYSTEM_TAINT.effect]}]},
             # Pool names are unique in a cluster (see the GPU pools below); machine type changes are in place.
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"], depends_on=nodes_ready,
                                         delete_before_replace=True),
@@ -261,7 +266,7 @@ class GkeCluster(PlatformCluster):
         pool_zones = zones
         if pool.fabric in self._nic_networks:
             node_config["gvnic"] = {"enabled": True}  # GPUDirect needs gVNIC on the primary NIC too
-            fabric = gcp_fabric.node_pool_settings(pool, self._nic_networks[pool.fabric], zones)
+            fabric = gcp_gpudirect.node_pool_settings(pool, self._nic_networks[pool.fabric], zones)
             pool_zones = fabric.pop("node_locations")
         queued: dict = {}
         if pool.queued:

@@ -1,8 +1,8 @@
 """AWS EC2 GPU instance types."""
 from __future__ import annotations
 
-from .gpus import A10G, A100_40GB, A100_80GB, B200_180GB, B300_269GB, H100_80GB, H200_141GB, L4, L40S, T4, V100, V100_32GB
-from .types import GpuModel, InstanceType
+from components.catalog.gpus import A10G, A100_40GB, A100_80GB, B200_180GB, B300_269GB, H100_80GB, H200_141GB, L4, L40S, T4, V100, V100_32GB
+from components.catalog.types import GpuModel, InstanceType
 
 # (name, GPU, GPUs, vCPUs, memory GiB, interconnect, EFA interfaces)
 # EFA interfaces: one per network card, the count a node group's launch template attaches (fabric: efa). Network

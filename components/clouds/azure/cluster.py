@@ -13,12 +13,14 @@ import pulumi_azure_native.resources as resources
 from components.autoscaling.priorities import expander_priorities
 from components.autoscaling.values import DELAY_AFTER_ADD, MAX_NODE_PROVISION_TIME, UNNEEDED_TIME
 from components.catalog.types import mig_shape
-from components.clouds import azure_karpenter
-from components.clouds.azure_kubeconfig import kubeconfig_from_credentials
+from components.clouds.azure import karpenter
+from components.clouds.azure.kubeconfig import kubeconfig_from_credentials
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
-from components.clouds.profiles import AKS_POD_CIDR, AKS_SERVICE_CIDR, CloudProfile, profile
+from components.clouds.azure.facts import AKS_POD_CIDR, AKS_SERVICE_CIDR, PROFILE
+from components.clouds.facts import CloudProfile
 from components.config.model import GpuPool, PlatformConfig, Taint
 from components.config.provisioning import AKS_NAP, provisioner
+from components.system_pool import SYSTEM_TAINT
 
 DEFAULT_VNET_CIDR = "10.224.0.0/16"
 # Azure CNI overlay: pods and services live outside the VNet (config validation keeps vnetCidr clear of them),
@@ -74,13 +76,13 @@ class AksCluster(PlatformCluster):
     def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
         cluster = config.cluster
         super().__init__(self.TYPE, name, {"clusterName": cluster.name, "location": cluster.region}, opts)
-        prof = profile("azure")
+        prof = PROFILE
         extras = cluster.extras
         child = pulumi.ResourceOptions(parent=self)
         zones = [str(z) for z in extras.get("zones", [])] or None
         # Local accounts can only be disabled on Entra ID clusters, so production always gets Entra ID.
         aad = config.production or "tenantId" in extras or "adminGroupObjectIds" in extras
-        # Node auto-provisioning: AKS runs Karpenter, and the GPU pools become its NodePools (azure_karpenter).
+        # Node auto-provisioning: AKS runs Karpenter, and the GPU pools become its NodePools (karpenter.py).
         nap = provisioner(extras, prof) == AKS_NAP
 
         if "resourceGroup" in extras:
@@ -105,12 +107,14 @@ class AksCluster(PlatformCluster):
                 "name": SYSTEM_POOL,
                 "mode": "System",
                 "vm_size": cluster.system_pool.instance_type,
-                **azure_karpenter.system_pool_scaling(cluster.system_pool, nap),
+                **karpenter.system_pool_scaling(cluster.system_pool, nap),
                 "os_type": "Linux",
                 "os_sku": "Ubuntu",
                 "type": "VirtualMachineScaleSets",
                 "vnet_subnet_id": subnet_id,
                 **({"availability_zones": zones} if zones else {}),
+                # AKS: the system pool's nodeTaints, what onlyCriticalAddonsEnabled would set.
+                "node_taints": [node_taint(SYSTEM_TAINT, prof)],
             }],
             network_profile={
                 "network_plugin": "azure",
@@ -131,7 +135,7 @@ class AksCluster(PlatformCluster):
             aad_profile=_aad_profile(extras) if aad else None,
             disable_local_accounts=config.production,
             auto_scaler_profile=None if nap else AUTOSCALER_PROFILE,
-            node_provisioning_profile=azure_karpenter.NODE_PROVISIONING_PROFILE if nap else None,
+            node_provisioning_profile=karpenter.NODE_PROVISIONING_PROFILE if nap else None,
             # The autoscaler owns the system pool's node count after creation (under NAP nobody but the stack does).
             opts=pulumi.ResourceOptions(parent=self, protect=config.protected,
                                         ignore_changes=[] if nap else ["agentPoolProfiles[0].count"]),
@@ -142,8 +146,8 @@ class AksCluster(PlatformCluster):
 
         self._nap = None
         if nap:
-            self.pools = azure_karpenter.nap_pools(name, config, prof, pulumi.ResourceOptions(parent=self))
-            self._nap = azure_karpenter.nap_target(self.pools, cluster.region, zones, ready)
+            self.pools = karpenter.nap_pools(name, config, prof, pulumi.ResourceOptions(parent=self))
+            self._nap = karpenter.nap_target(self.pools, cluster.region, zones, ready)
         else:
             self.pools = {pool.name: self._gpu_pool(name, config, pool, prof, managed, group_name, subnet_id, zones)
                           for pool in config.gpu_pools}
@@ -154,7 +158,7 @@ class AksCluster(PlatformCluster):
         kubeconfig = credentials.kubeconfigs.apply(lambda kcs: kubeconfig_from_credentials(kcs, aad))
         self._finish(name, kubeconfig, cluster.name)
 
-    def node_provisioner(self) -> azure_karpenter.KarpenterTarget | None:
+    def node_provisioner(self) -> karpenter.KarpenterTarget | None:
         return self._nap
 
     def managed_expander_priorities(self) -> dict[str, list[str]] | None:

@@ -7,10 +7,10 @@ import pulumi
 
 from components.autoscaling.karpenter import SERVICE_ACCOUNT, KarpenterTarget
 from components.autoscaling.karpenter import node_pool_spec as node_pool
-from components.clouds.aws_nodes import GPU_DISK_GIB, SYSTEM_NODE_GROUP, TAG_PREFIX
+from components.clouds.aws.nodes import GPU_DISK_GIB, SYSTEM_NODE_GROUP, TAG_PREFIX
 from components.clouds.base import GpuNodePool
-from components.clouds.labels import LABEL_PREFIX
-from components.clouds.profiles import GpuImage
+from components.config.labels import LABEL_PREFIX
+from components.clouds.facts import GpuImage
 
 NODE_CLASS_GROUP = "karpenter.k8s.aws"
 NODE_CLASS_API = f"{NODE_CLASS_GROUP}/v1"

@@ -1,8 +1,8 @@
 """Azure GPU VM sizes."""
 from __future__ import annotations
 
-from .gpus import A10, A100_40GB, A100_80GB, H100_80GB, H100_NVL_94GB, H200_141GB, T4
-from .types import InstanceType
+from components.catalog.gpus import A10, A100_40GB, A100_80GB, H100_80GB, H100_NVL_94GB, H200_141GB, T4
+from components.catalog.types import InstanceType
 
 # (VM size, GPU, GPUs, vCPUs, memory GiB, interconnect, InfiniBand interfaces)
 # InfiniBand interfaces: what one node advertises as rdma/ib (fabric: infiniband). Microsoft's size-series pages

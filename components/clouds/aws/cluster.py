@@ -12,14 +12,15 @@ import pulumi_aws.kms as kms
 
 from components.autoscaling.karpenter import KarpenterTarget
 from components.autoscaling.priorities import exact_pattern, expander_priorities
-from components.clouds import aws_iam, aws_network, aws_nodes
-from components.clouds.aws_karpenter import karpenter_target
+from components.clouds.aws import iam as aws_iam
+from components.clouds.aws import network as aws_network
+from components.clouds.aws import nodes as aws_nodes
+from components.clouds.aws.facts import PROFILE
+from components.clouds.aws.karpenter import karpenter_target
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
-from components.clouds.profiles import profile
 from components.config.model import PlatformConfig
 from components.config.provisioning import KARPENTER, provisioner
 
-PROFILE = profile("aws")
 # The VPC CNI add-on's network policy agent (VPC CNI >= 1.14 with the EKS add-on's default version).
 VPC_CNI_CONFIG = {"enableNetworkPolicy": "true"}
 AUTHENTICATION_MODE = "API_AND_CONFIG_MAP"  # access entries, while aws-auth still works for existing tooling

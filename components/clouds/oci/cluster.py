@@ -12,12 +12,13 @@ from components.autoscaling.priorities import exact_pattern, expander_priorities
 from components.autoscaling.values import NAMESPACE as AUTOSCALER_NAMESPACE
 from components.autoscaling.values import SERVICE_ACCOUNT as AUTOSCALER_SERVICE_ACCOUNT
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
-from components.clouds import oci_fabric
-from components.clouds.oci_network import OkeNetwork
-from components.clouds.oci_nodes import (GPU_BOOT_VOLUME_GB, POD_NETWORK, SYSTEM_SHAPE_CONFIG, node_pool,
+from components.clouds.oci import rdma
+from components.clouds.oci.network import OkeNetwork
+from components.clouds.oci.nodes import (GPU_BOOT_VOLUME_GB, POD_NETWORK, SYSTEM_SHAPE_CONFIG, node_pool,
                                          register_with_taints)
-from components.clouds.profiles import OKE_POD_CIDR, OKE_SERVICE_CIDR, profile
+from components.clouds.oci.facts import OKE_POD_CIDR, OKE_SERVICE_CIDR, PROFILE
 from components.config.model import PlatformConfig
+from components.system_pool import SYSTEM_TAINT
 
 SYSTEM_POOL = "system"
 # What the Cluster Autoscaler does on OKE node pools with instance principals (OKE docs, "Using the Kubernetes
@@ -45,7 +46,7 @@ class OkeCluster(PlatformCluster):
 
     def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
         super().__init__(self.TYPE, name, {"clusterName": config.cluster.name, "region": config.cluster.region}, opts)
-        prof = profile("oci")
+        prof = PROFILE
         extras = config.cluster.extras
         compartment = extras["compartmentId"]
         child = pulumi.ResourceOptions(parent=self)
@@ -83,14 +84,16 @@ class OkeCluster(PlatformCluster):
         system = config.cluster.system_pool
         self.system_pool = node_pool(
             f"{name}-{SYSTEM_POOL}", f"{config.cluster.name}-{SYSTEM_POOL}", shape=system.instance_type,
-            image=extras["imageId"], size=system.min_nodes, labels={}, kubelet_args=None,
+            image=extras["imageId"], size=system.min_nodes, labels={},
+            # OKE node pools have no taint field: the kubelet taints the node as it registers (cloud-init).
+            kubelet_args=register_with_taints([SYSTEM_TAINT], prof.taint_effects),
             shape_config=SYSTEM_SHAPE_CONFIG if system.instance_type.endswith(".Flex") else None,
             opts=child, **common)
 
         self.pools = {}
         self._node_pools: dict[str, ce.NodePool] = {}
         rdma_pools = [p for p in config.gpu_pools if p.fabric == "rdma"]
-        join = (oci_fabric.join_policy(name, self.cluster, config.cluster.name, compartment, extras["tenancyId"], child)
+        join = (rdma.join_policy(name, self.cluster, config.cluster.name, compartment, extras["tenancyId"], child)
                 if rdma_pools else None)
         for pool in config.gpu_pools:
             gpu_pool = GpuNodePool(f"{name}-{pool.cloud_name}", GpuNodePoolArgs.from_config(config, pool, prof),
@@ -98,13 +101,13 @@ class OkeCluster(PlatformCluster):
             if pool.fabric == "rdma":
                 # A cluster network is not an OKE node pool: its nodes join as self-managed nodes, only once they
                 # may (the join policy) and once OKE's GPU plugin is pinned away.
-                _, nodes_network = oci_fabric.cluster_network(
+                _, nodes_network = rdma.cluster_network(
                     f"{name}-{pool.cloud_name}", pool, compartment=compartment, version=version,
                     image=extras["rdmaImageId"], ad=ads.apply(lambda found: found[0]),
                     node_subnet=network.node_subnet_id,
                     endpoint=self.cluster.endpoints.apply(lambda eps: eps[0].private_endpoint.rsplit(":", 1)[0]),
                     ca_cert=self._ca_cert(private=True),
-                    extra_args=oci_fabric.kubelet_args(gpu_pool.taints, gpu_pool.labels, prof.taint_effects),
+                    extra_args=rdma.kubelet_args(gpu_pool.taints, gpu_pool.labels, prof.taint_effects),
                     boot_volume_gb=GPU_BOOT_VOLUME_GB,
                     opts=pulumi.ResourceOptions(parent=gpu_pool, depends_on=[plugin_off, join]))
                 gpu_pool.finish({"clusterNetworkId": nodes_network.id})

@@ -14,7 +14,7 @@ import pulumi
 from components.autoscaling import karpenter
 from components.autoscaling.karpenter import KarpenterTarget
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs
-from components.clouds.profiles import CloudProfile
+from components.clouds.facts import CloudProfile
 from components.config.model import NodePool, PlatformConfig
 from components.config.provisioning import AKS_NAP
 

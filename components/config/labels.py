@@ -1,9 +1,9 @@
 """Node labels and taints of a GPU pool, computed once for every cloud."""
 from __future__ import annotations
 
-from components.clouds.profiles import CloudProfile
+from components.clouds.facts import CloudProfile
 from components.config.model import GpuPool, PlatformConfig, Taint
-from components.gpu.operands import node_labels
+from components.config.operands import node_labels
 
 LABEL_PREFIX = "gpu-platform.io"
 POOL_LABEL = f"{LABEL_PREFIX}/pool"

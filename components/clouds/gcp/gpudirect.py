@@ -9,9 +9,9 @@ from typing import Any
 import pulumi
 import pulumi_gcp.compute as compute
 
-from components.clouds.profiles import Fabric
+from components.clouds.facts import Fabric
+from components.clouds.gcp.facts import short, subnet_name, vpc_name
 from components.config.model import GpuPool
-from components.gpu.gpudirect import short, subnet_name, vpc_name
 
 # Every GPU NIC subnet is a /20 inside this range; each VPC's firewall admits it (GKE guide: SOURCE_RANGE).
 NIC_RANGE = "192.168.0.0/16"

@@ -1,8 +1,8 @@
 """GCP accelerator-optimized machine types, with their GKE accelerator types."""
 from __future__ import annotations
 
-from .gpus import A100_40GB, A100_80GB, B200_180GB, H100_80GB, H200_141GB, L4, T4, V100
-from .types import InstanceType
+from components.catalog.gpus import A100_40GB, A100_80GB, B200_180GB, H100_80GB, H200_141GB, L4, T4, V100
+from components.catalog.types import InstanceType
 
 _TCPX = ("GPUDirect-TCPX",)
 _TCPXO = ("GPUDirect-TCPXO",)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.clouds.profiles import CloudProfile, GpuImage, profile
+from components.clouds import profile
+from components.clouds.facts import CloudProfile, GpuImage
 from components.config.model import GpuPool, PlatformConfig
 
 DEPLOY_LABEL = "nvidia.com/gpu.deploy.{}"
