@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from cluster_manifests import apply_stack, manifests
-from components.clouds.labels import POOL_LABEL
+from components.config.labels import POOL_LABEL
 from components.tenancy.queue_gate import POLICY as QUEUE_GATE
 from conftest import upstream
 from gpu_platform.engine import plan_stack
