@@ -6,7 +6,7 @@ waits for capacity instead (`Never`), and so does anything without a class (the 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import json
 
@@ -40,6 +40,23 @@ DEFAULT = PriorityLevel("gpu-default", 0, "Never",
 SYSTEM_CLASSES = ("system-cluster-critical", "system-node-critical")
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"  # names a Kueue WorkloadPriorityClass on a job
 CEILING_POLICY = "gpu-platform-priority-ceiling"
+
+
+def levels_under(preemptible_below: int | None) -> list[PriorityLevel]:
+    """The GPU classes and the default as a scheduler that reads preemptibility from class values needs them.
+
+    KAI keeps a workload of a class valued at or above its threshold within its queue's quota and never preempts it,
+    so with the usual values nothing would borrow idle GPUs. The classes that wait rather than evict (normal, low)
+    are the work that may run on borrowed GPUs and give them back: they are renumbered below the threshold, in the
+    same order and above the default. Critical and high stay above it: guaranteed, in-quota work. Schedulers without
+    a threshold keep the values above.
+    """
+    levels = [*LEVELS.values(), DEFAULT]
+    if preemptible_below is None:
+        return levels
+    waiting = [lv for lv in reversed(LEVELS.values()) if lv.preemption_policy == "Never"]  # lowest first
+    values = {lv.name: preemptible_below * (i + 1) // (len(waiting) + 1) for i, lv in enumerate(waiting)}
+    return [replace(lv, value=values.get(lv.name, lv.value)) for lv in levels]
 
 
 def allowed_classes(priority: str) -> list[str]:
@@ -165,8 +182,9 @@ class Priorities(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:scheduling:Priorities"
 
-    def __init__(self, name: str, team_label: str, priority_label: str, opts: pulumi.ResourceOptions | None = None):
-        levels = [*LEVELS.values(), DEFAULT]
+    def __init__(self, name: str, team_label: str, priority_label: str, preemptible_below: int | None = None,
+                 opts: pulumi.ResourceOptions | None = None):
+        levels = levels_under(preemptible_below)
         super().__init__(self.TYPE, name, {"classes": {lv.name: lv.value for lv in levels}}, opts)
         self.classes = {
             lv.name: scheduling.PriorityClass(
@@ -174,7 +192,7 @@ class Priorities(pulumi.ComponentResource):
                 metadata=meta.ObjectMetaArgs(name=lv.name),
                 value=lv.value,
                 preemption_policy=lv.preemption_policy,
-                global_default=lv is DEFAULT,
+                global_default=lv.name == DEFAULT.name,
                 description=lv.description,
                 opts=pulumi.ResourceOptions(parent=self),
             )

@@ -72,6 +72,15 @@ class SchedulerKind:
     # pod names its queue with.
     admission_gate: str | None = None
     queue_label: str | None = None
+    # The `spec.schedulerName` a pod sets to be placed by it (None: it holds pods at admission and the default
+    # scheduler places them once it lets them go), and where its gang objects name their queue in their own spec,
+    # as (api group, resource, spec field): a pod's queue label is not the only way into a queue there.
+    scheduler_name: str | None = None
+    group_queue_field: tuple[str, str, str] | None = None
+    # PriorityClass values at or above which it refuses to preempt a workload and so keeps it within its queue's
+    # quota (None: it reads no preemptibility from the value); components/scheduling/priorities.py renumbers the
+    # waiting classes below it.
+    preemptible_below: int | None = None
     # What the simulator would need to model before its numbers meant anything for this scheduler; None: modelled
     # (gpu_platform/simulator has its model).
     not_simulated: str | None = None
