@@ -31,7 +31,6 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("components", "gpu_platform")
@@ -169,8 +168,7 @@ def test_module_level_imports_form_no_cycle():
 def test_nothing_is_imported_from_a_higher_layer():
     upward = sorted({f"{m} -> {t}" for m, found in IMPORTS.items() for t, top in found
                      if _layer(m) is not None and _layer(t) is not None and _layer(t) > _layer(m)
-                     and not _own_package_on_call(m, t, top)
-                     and not _under(m, *SCHEDULER_FACTS)})  # strict xfail below until they import facts only
+                     and not _own_package_on_call(m, t, top)})
     assert upward == []
 
 
@@ -197,17 +195,15 @@ def test_policy_and_simulator_are_independent():
                        or (_under(m, "gpu_platform.simulator") and _under(t, "gpu_platform.policy"))) == []
 
 
-# Left upward by the scheduler packages (issue 26): the registry types a row's installer with the component context
-# (components.context, `if TYPE_CHECKING:`), the job framework table reads the config model on call, and tenancy reads
-# scheduling and observability constants. Strict: once they import facts only these pass, and the marks must go.
-@pytest.mark.xfail(strict=True, reason="scheduling.registry -> components.context, framework_catalog -> config.model")
 def test_the_scheduler_tables_import_only_facts():
-    assert _violations(lambda m, t: _under(m, *SCHEDULER_FACTS) and _under(t, "components")
-                       and _layer(t) != 0) == []
+    """Beyond their own package's installer and monitoring, loaded on call."""
+    assert sorted({f"{m} -> {t}" for m, found in IMPORTS.items() for t, top in found
+                   if _under(m, *SCHEDULER_FACTS) and _under(t, "components") and _layer(t) != 0
+                   and not _own_package_on_call(m, t, top)}) == []
 
 
-@pytest.mark.xfail(strict=True, reason="tenancy still imports scheduling and observability (scheduler package)")
 def test_tenancy_imports_no_scheduling_or_observability():
+    """What tenancy needs of them (priority levels, quota shares, fabric NICs, the reclaim label) is config-level."""
     assert _violations(lambda m, t: _under(m, "components.tenancy")
                        and _under(t, "components.scheduling", "components.observability")
                        and not _under(t, *SCHEDULER_FACTS)) == []

@@ -9,12 +9,9 @@ Operator pods get no tolerations: every GPU pool is tainted, so they run on the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Iterable
 
 from components.pins import PINS
-
-if TYPE_CHECKING:  # the config reads this catalog to validate scheduler.frameworks; only annotations name it
-    from components.config.model import PlatformConfig
 
 
 @dataclass(frozen=True)
@@ -60,6 +57,7 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
 BUILT_IN = ("batch/job", "pod", "deployment", "statefulset")
 
 
-def kueue_integrations(config: PlatformConfig) -> list[str]:
-    """Kueue's `integrations.frameworks`: the built-in workloads plus what the installed frameworks serve."""
-    return [*BUILT_IN, *(i for name in config.scheduler.frameworks for i in FRAMEWORKS[name].integrations)]
+def kueue_integrations(frameworks: Iterable[str]) -> list[str]:
+    """Kueue's `integrations.frameworks`: the built-in workloads plus what the installed frameworks (the stack's
+    `scheduler.frameworks`) serve."""
+    return [*BUILT_IN, *(i for name in frameworks for i in FRAMEWORKS[name].integrations)]

@@ -40,7 +40,7 @@ SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 def gates_pods(config: PlatformConfig) -> bool:
     """Whether the stack's scheduler gates the pods of team namespaces until it admits them."""
     kind = scheduler_kind(config.scheduler.kind)
-    return kind.admission_gate is not None and "pod" in kueue_integrations(config)
+    return kind.admission_gate is not None and "pod" in kueue_integrations(config.scheduler.frameworks)
 
 
 def controller_namespaces(config: PlatformConfig) -> list[str]:
