@@ -17,6 +17,8 @@ from policies.props import Undecidable, get, items, mapping
 from policies.shapes import INSTANCE_TYPE_LABELS, POOL_COMPONENT, SHAPES, NodePoolShape
 from policies.taints import Taint, taint_from_map
 
+ADOPTED_CLUSTER = "gpu-platform:cluster:ExistingCluster"  # components/clouds/existing.py: no cloud resources
+
 
 @dataclass
 class Pool:
@@ -105,6 +107,14 @@ class Graph:
 
     def of_type(self, *types: str) -> list[PolicyResource]:
         return [r for r in self.resources if r.resource_type in types]
+
+    def outside_plan(self, args: Any, reason: str, subject: str) -> None:
+        """Not applicable for `reason`, unless the stack adopts its cluster: then `subject` exists, outside the
+        plan, and the rule cannot decide (undecided, so `check --fail-on unknown` fails)."""
+        if self.of_type(ADOPTED_CLUSTER):
+            raise Undecidable(f"the cluster is adopted (cluster.existingKubeconfig): its {subject} are outside the "
+                              "plan; check them where the cluster is managed")
+        args.not_applicable(reason)
 
     def node_pool_props(self, node_pool: PolicyResource) -> Mapping:
         """A cloud node pool's inputs, with the instance type its template gives when the pool names none.

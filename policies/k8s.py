@@ -75,6 +75,16 @@ def team_namespaces(graph: Graph) -> dict[str, PolicyResource]:
     return found
 
 
+def unscoped_quotas(graph: Graph) -> dict[str, list[PolicyResource]]:
+    """ResourceQuotas by namespace, without the scoped ones: a scoped quota only limits the pods its scope selects
+    (the priority ceiling's `pods: 0` is one), so it never caps every pod."""
+    found: dict[str, list[PolicyResource]] = {}
+    for quota in graph.of_type(RESOURCE_QUOTA):
+        if not get(quota.props, "spec.scopeSelector") and not get(quota.props, "spec.scopes"):
+            found.setdefault(namespace(quota), []).append(quota)
+    return found
+
+
 def namespace_labels(namespace_name: str, resource: PolicyResource) -> dict:
     """A team namespace's labels as selectors see them: the Namespace's own (or, for a Team component, the team
     label it gets) and the name label Kubernetes puts on every namespace."""

@@ -67,7 +67,8 @@ def test_development_may_open_the_endpoint_only_by_saying_so(raw):
 @pytest.mark.parametrize("networks, path, message", [
     (["203.0.113.0/33"], "cluster.authorizedNetworks[0]", "'203.0.113.0/33' is not an IPv4 CIDR like 203.0.113.0/24"),
     ([OFFICE[0], "office"], "cluster.authorizedNetworks[1]", "'office' is not an IPv4 CIDR like 203.0.113.0/24"),
-    (["2001:db8::/32"], "cluster.authorizedNetworks[0]", "'2001:db8::/32' is not an IPv4 CIDR like 203.0.113.0/24"),
+    (["2001:db8::/32"], "cluster.authorizedNetworks[0]", "2001:db8::/32 is IPv6, which EKS does not take here; use an "
+                                                         "IPv4 CIDR like 203.0.113.0/24"),
     (["203.0.113.9/24"], "cluster.authorizedNetworks[0]", "'203.0.113.9/24' has host bits set; the network is "
                                                           "203.0.113.0/24"),
     (["0.0.0.0/0"], "cluster.authorizedNetworks[0]", "0.0.0.0/0 opens the API endpoint to the whole internet; in "
@@ -179,10 +180,11 @@ def test_the_bound_is_configurable_and_checked(raw):
     config = public(raw, authorizedNetworks=[OFFICE[0]], authorizedNetworkMinPrefix={"ipv4": 30})
     assert "203.0.113.0/24 is wider than a named network: production allows /30" in \
         problems(config)["cluster.authorizedNetworks[0]"]
-    config = public(raw, authorizedNetworks=[OFFICE[0]], authorizedNetworkMinPrefix={"ipv4": 33, "ipv6": 48})
+    config = public(raw, authorizedNetworks=[OFFICE[0]], authorizedNetworkMinPrefix={"ipv4": 33, "ipv6": 129, "v6": 1})
     found = problems(config)
     assert "must be <= 32" in found["cluster.authorizedNetworkMinPrefix.ipv4"]
-    assert "unknown key; allowed: ipv4" in found["cluster.authorizedNetworkMinPrefix.ipv6"]
+    assert "must be <= 128" in found["cluster.authorizedNetworkMinPrefix.ipv6"]
+    assert "unknown key; allowed: ipv4, ipv6" in found["cluster.authorizedNetworkMinPrefix.v6"]
 
 
 def test_outside_production_a_wide_network_is_left_to_gpu013(raw):
@@ -215,3 +217,65 @@ def test_the_exempted_name_is_the_planned_cluster_resource(stack):
     config = plan.config
     names = {r.name for r in plan.resources if r.custom and r.type.split(":")[0] in ("aws", "azure-native", "gcp", "oci")}
     assert f"{config.cluster.name}-{profile(config.cloud).cluster_resource_suffix}" in names
+
+
+@pytest.mark.parametrize("networks, path", [
+    (["11.0.0.0/17", "11.0.128.0/17", "8.8.8.0/24"], "cluster.authorizedNetworks"),  # a /16 and one /24 more
+    ([f"{n}.0.0.0/17" for n in (11, 12, 13)], "cluster.authorizedNetworks"),  # three /17s: more than a /16 covers
+    ([f"20.0.{n}.0/24" for n in range(256)] + ["20.1.0.0/24"], "cluster.authorizedNetworks"),  # 257 /24s
+])
+def test_production_measures_the_networks_together_by_coverage(raw, networks, path):
+    # Each entry is narrower than /16, but together they cover more public addresses than one named network.
+    assert "together these IPv4 networks cover" in problems(public(raw, authorizedNetworks=networks))[path]
+
+
+@pytest.mark.parametrize("networks", [
+    ["11.0.0.0/17", "11.0.128.0/17"],  # one /16 split in two
+    [f"20.0.{n}.0/24" for n in range(256)],  # 256 /24s: a /16's worth
+    ["11.0.0.0/16", "198.18.0.0/17", "192.0.2.0/24"],  # 198.18/15 and 192.0.2/24 hold no internet host
+])
+def test_networks_within_one_bound_together_pass(raw, networks):
+    assert validate(public(raw, authorizedNetworks=networks)).cluster.authorized_networks == tuple(networks)
+
+
+def gke(raw, **cluster):
+    raw.update(cloud="gcp", gpuPools=[{"name": "l4", "instanceType": "g2-standard-8", "maxNodes": 2}],
+               teams=[{"name": "lab", "quotas": {"l4": 1}}])
+    raw["cluster"].update(region="us-central1", gcp={"project": "ml-prod", "zones": ["us-central1-a"]})
+    return public(raw, **cluster)
+
+
+def test_gke_takes_ipv6_networks_up_to_a_48(raw):
+    networks = (OFFICE[0], "2a00:1450:4001::/48")
+    assert validate(gke(raw, authorizedNetworks=list(networks))).cluster.authorized_networks == networks
+    networks = (OFFICE[0], "2a00:1450:4001:1::/64", "2a01:4f8:1:2::/64")
+    assert validate(gke(raw, authorizedNetworks=list(networks))).cluster.authorized_networks == networks
+
+
+@pytest.mark.parametrize("networks, path, start", [
+    (["2a00:1450::/32"], "cluster.authorizedNetworks[0]", "2a00:1450::/32 is wider than a named network: production "
+                                                          "allows /48 or narrower for IPv6"),
+    (["::/0"], "cluster.authorizedNetworks[0]", "::/0 opens the API endpoint to the whole internet"),
+    ([f"2a00:1:{n}::/48" for n in range(3)], "cluster.authorizedNetworks", "together these IPv6 networks cover"),
+    (["2001:db8::1/48"], "cluster.authorizedNetworks[0]", "'2001:db8::1/48' has host bits set; the network is "
+                                                          "2001:db8::/48"),
+])
+def test_gke_ipv6_networks_are_bounded_and_measured_in_production(raw, networks, path, start):
+    assert problems(gke(raw, authorizedNetworks=networks))[path].startswith(start)
+
+
+def test_the_ipv6_bound_is_configurable(raw):
+    config = gke(raw, authorizedNetworks=["2a00:1450::/32"], authorizedNetworkMinPrefix={"ipv6": 32})
+    assert validate(config).cluster.authorized_networks == ("2a00:1450::/32",)
+
+
+@pytest.mark.parametrize("cloud, pool", [
+    ("azure", {"name": "h100", "instanceType": "Standard_ND96isr_H100_v5", "maxNodes": 2}),
+    ("oci", {"name": "h100", "instanceType": "BM.GPU.H100.8", "maxNodes": 2}),
+])
+def test_clouds_without_ipv6_allow_lists_refuse_ipv6(raw, cloud, pool):
+    raw.update(cloud=cloud, gpuPools=[pool], teams=[{"name": "lab", "quotas": {"h100": 8}}])
+    raw["cluster"].update(region=profile(cloud).region_example)
+    found = problems(public(raw, authorizedNetworks=[OFFICE[0], "2001:db8:1::/48"]))
+    assert found["cluster.authorizedNetworks[1]"] == (f"2001:db8:1::/48 is IPv6, which {profile(cloud).service} does "
+                                                      "not take here; use an IPv4 CIDR like 203.0.113.0/24")

@@ -69,8 +69,8 @@ def test_scale_down_only_removes_empty_gpu_nodes(plans, stack):
     values = release(plans[stack]).inputs["values"]
     args = values["extraArgs"]
     assert {k: args[k] for k in GPU_FLAGS} == GPU_FLAGS
-    # Runs on the system pool: tolerates no GPU or spot taint.
-    assert values["tolerations"] == []
+    # Runs on the system pool: tolerates its taint and no GPU or spot taint.
+    assert values["tolerations"] == [{"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}]
     assert values["priorityClassName"] == "system-cluster-critical"
     # At most half of one GPU's share of an 8-GPU node (the smallest GPU count among these pools' nodes).
     assert 0 < args["scale-down-gpu-utilization-threshold"] <= 0.5 / 8

@@ -130,9 +130,9 @@ def test_every_gpu_node_group_is_tainted_no_schedule(prod, dev, existing):
             assert (SPOT_TAINT in group.inputs["taints"]) == spot, name
 
 
-def test_system_node_group_is_untainted_on_demand(prod):
+def test_system_node_group_is_tainted_for_platform_pods_on_demand(prod):
     system = one(prod, NODE_GROUP, "ml-prod-system")
-    assert "taints" not in system.inputs
+    assert system.inputs["taints"] == [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}]
     assert system.inputs["amiType"] == "AL2023_x86_64_STANDARD"
     assert system.inputs["instanceTypes"] == ["m6i.2xlarge"]
     assert system.inputs["scalingConfig"] == {"minSize": 2, "maxSize": 4, "desiredSize": 2}
@@ -446,6 +446,8 @@ def problems(raw):
     ({"subnetIds": ["subnet-1", "sn-2"]}, "cluster.aws.subnetIds", "must list subnet ids"),
     ({"vpcCidr": "10.0.0.0/8"}, "cluster.aws.vpcCidr", "/16 to /22"),
     ({"vpcCidr": "10.0.0.1/16"}, "cluster.aws.vpcCidr", "is not an IPv4 network"),
+    ({"vpcCidr": "8.8.0.0/16"}, "cluster.aws.vpcCidr", "8.8.0.0/16 is not private address space: team pods'"),
+    ({"vpcCidr": "172.32.0.0/16"}, "cluster.aws.vpcCidr", "is not private address space"),  # just past 172.16/12
     ({"capacityBlocks": {"h100-train": {"reservationId": "r-1", "availabilityZone": "us-east-1a"}}},
      "cluster.aws.capacityBlocks",
      "h100-train: must be {reservationId: cr-..., availabilityZone: <zone>}"),

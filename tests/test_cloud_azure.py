@@ -164,7 +164,7 @@ def test_system_pool_and_gpu_safe_autoscaler(prod):
     (system,) = inputs["agentPoolProfiles"]
     assert system["mode"] == "System" and system["name"] == "system"
     assert (system["vmSize"], system["minCount"], system["maxCount"]) == ("Standard_D8s_v5", 2, 4)
-    assert system["enableAutoScaling"] is True and "nodeTaints" not in system
+    assert system["enableAutoScaling"] is True and system["nodeTaints"] == ["CriticalAddonsOnly=true:NoSchedule"]
     scaler = inputs["autoScalerProfile"]
     assert scaler["scaleDownDelayAfterAdd"] == "15m" and scaler["scaleDownUnneededTime"] == "15m"
     assert scaler["skipNodesWithLocalStorage"] == "false" and scaler["expander"] == "priority"
@@ -270,6 +270,7 @@ def test_aks_pool_names_collide_after_dropping_hyphens():
     ({"vnetCidr": "172.16.0.0/12"}, "cluster.azure.vnetCidr", "overlaps the AKS overlay service range 172.16.0.0/16"),
     ({"vnetCidr": "192.168.64.0/18"}, "cluster.azure.vnetCidr", "overlaps the AKS overlay pod range 192.168.0.0/16"),
     ({"vnetCidr": "10.1.2.3/16"}, "cluster.azure.vnetCidr", "is not an IPv4 network"),
+    ({"vnetCidr": "20.1.0.0/16"}, "cluster.azure.vnetCidr", "20.1.0.0/16 is not private address space"),
     ({"vnetCidr": "10.1.2.0/26"}, "cluster.azure.vnetCidr", "must be a /24 or larger"),
     ({"zones": ["1", "4"]}, "cluster.azure.zones", "not: '4'"),
     ({"deployerPrincipalType": "Robot"}, "cluster.azure.deployerPrincipalType", "allowed: User, ServicePrincipal"),

@@ -82,7 +82,8 @@ def test_taints_are_explicit_with_gke_effect_spelling(prod):
     assert node_pool(prod, "ml-prod-gke", "l4-spot").inputs["nodeConfig"]["taints"] == [
         {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"},
         {"key": "gpu-platform.io/spot", "value": "true", "effect": "NO_SCHEDULE"}]
-    assert "taints" not in one(prod, NODE_POOL, "ml-prod-gke-system").inputs["nodeConfig"]
+    assert one(prod, NODE_POOL, "ml-prod-gke-system").inputs["nodeConfig"]["taints"] == [
+        {"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}]
 
 
 def test_gke_mutated_fields_are_ignored_but_taints_stay_managed(prod):

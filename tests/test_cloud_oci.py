@@ -248,6 +248,7 @@ def test_pool_pods_use_flannel_like_the_cluster(prod):
     ("podSubnetId", "ocid1.subnet.oc1.iad.pods", "flannel overlay"),
     ("vcnCidr", "10.244.0.0/16", "overlaps 10.244.0.0/16"),
     ("vcnCidr", "10.96.0.0/16", "overlaps 10.96.0.0/16"),
+    ("vcnCidr", "129.146.0.0/16", "129.146.0.0/16 is not private address space"),
 ])
 def test_network_keys_that_clash_with_flannel_are_refused_at_their_path(key, value, expected):
     extras = {**PROD_EXTRAS, key: value}
@@ -268,13 +269,15 @@ def test_one_availability_domain_when_configured_and_operator_pools_boot_the_pla
     assert pools["a10-op"].inputs["nodeSourceDetails"]["imageId"] == "ocid1.image.oc1.phx.ol8"
 
 
-def test_system_pool_is_flex_sized_untainted_and_autoscaled(prod, dev):
+def test_system_pool_is_flex_sized_tainted_and_autoscaled(prod, dev):
     system = one(prod, NODE_POOL, "ml-prod-oke-system")
     assert system.inputs["nodeShape"] == "VM.Standard.E5.Flex"
     assert system.inputs["nodeShapeConfig"] == {"ocpus": 4, "memoryInGbs": 32}
     assert system.inputs["nodeSourceDetails"]["imageId"] == PROD_EXTRAS["imageId"]
     assert system.inputs["nodeConfigDetails"]["size"] == 2
-    assert "nodeMetadata" not in system.inputs
+    # OKE node pools have no taint field: the kubelet registers the node tainted.
+    assert system.inputs["nodeMetadata"]["kubelet-extra-args"] == \
+        "--register-with-taints=CriticalAddonsOnly=true:NoSchedule"
     assert system.options["ignoreChanges"] == ["nodeConfigDetails.size"]
     assert one(dev, NODE_POOL, "ml-dev-oke-system").inputs["nodeConfigDetails"]["size"] == 1
 

@@ -108,7 +108,7 @@ def test_component_used_alone_in_a_users_program():
     registrations, outputs = run_example()
     types = [r.type for r in registrations]
     print(f"components used alone: {len(registrations)} resources")
-    assert len(registrations) == 15
+    assert len(registrations) == 16  # the compute quota included
     assert types.count("gpu-platform:gpu:GpuOperator") == types.count("gpu-platform:tenancy:Team") == 1
     assert not any(t.startswith(("aws:", "azure-native:", "gcp:", "oci:")) for t in types), "no cluster created"
     provider = next(r for r in registrations if r.type == "pulumi:providers:kubernetes")
@@ -117,8 +117,8 @@ def test_component_used_alone_in_a_users_program():
     assert kubernetes_objects and all(r.provider.startswith(provider.urn) for r in kubernetes_objects)
     team_objects = {r.name: r for r in kubernetes_objects if r.parent.endswith("::research")}
     # The Team isolates by default, as the stack program's teams do: NetworkPolicies and Pod Security labels.
-    assert set(team_objects) == {"research-namespace", "research-gpu-quota", "research-priority-ceiling",
-                                 "research-defaults", "research-edit", "research-default-deny",
+    assert set(team_objects) == {"research-namespace", "research-gpu-quota", "research-compute-quota",
+                                 "research-priority-ceiling", "research-defaults", "research-edit", "research-default-deny",
                                  "research-allow-same-namespace", "research-allow-dns",
                                  "research-allow-prometheus-scrape", "research-allow-internet-egress"}
     labels = team_objects["research-namespace"].inputs["metadata"]["labels"]

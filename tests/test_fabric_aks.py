@@ -158,7 +158,10 @@ def test_network_operator_release_is_pinned_in_a_privileged_namespace(ib):
                                                                            "network-operator")
     assert release["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
     # One Node Feature Discovery in the cluster: the GPU Operator's, which labels PCI class 02 vendors.
-    assert release["values"] == {"nfd": {"enabled": False}}
+    assert release["values"] == {"nfd": {"enabled": False}, "operator": {"tolerations": [
+        {"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"},
+        {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"}]}}
     assert "02" in chart_values()["node-feature-discovery"]["worker"]["config"]["sources"]["pci"][
         "deviceClassWhitelist"]
     namespace = one(ib, NAMESPACE, "fabric-device-plugins-infiniband-namespace").inputs

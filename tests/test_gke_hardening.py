@@ -206,6 +206,7 @@ def test_authorized_networks_must_be_cidrs():
     raw["cluster"]["authorizedNetworks"] = ["203.0.113.0/24", "203.0.113.1/24", "office"]
     found = problems(raw)
     assert set(found) == {"cluster.authorizedNetworks[1]", "cluster.authorizedNetworks[2]"}
-    assert found["cluster.authorizedNetworks[2]"] == "'office' is not an IPv4 CIDR like 203.0.113.0/24"
+    assert found["cluster.authorizedNetworks[2]"] == ("'office' is not an IPv4 or IPv6 CIDR like 203.0.113.0/24 or "
+                                                      "2001:db8:1::/48")
     raw["cluster"]["authorizedNetworks"] = "203.0.113.0/24"
     assert problems(raw)["cluster.authorizedNetworks"].startswith("must be a list of strings")

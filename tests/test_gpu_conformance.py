@@ -23,9 +23,13 @@ from test_gpu_values import CLOUDS, MATRIX, SHARING, raw_config
 # Chart keys documented only as commented-out examples in values.yaml, yet real: the ClusterPolicy CRD has them
 # and the chart copies them into the CR. Each is checked below against both files.
 COMMENTED_KEYS = {("dcgmExporter", "config", "name"), ("dcgmExporter", "podLabelAllowlistRegex")}
+# Keys of the bundled NFD subchart that gpu-operator's own values.yaml leaves to the subchart's defaults (the
+# rendered chart reads them: test_helm_render's system-pool and every-leaf tests).
+SUBCHART_KEYS = {("node-feature-discovery", "master", "tolerations"), ("node-feature-discovery", "gc", "tolerations")}
 # Keys the chart consumes itself (it renders the ConfigMap from them) instead of copying them into the CR.
+# Values the chart reads itself, not ClusterPolicy fields: operator.tolerations is the operator Deployment's.
 CHART_ONLY = {("devicePlugin", "config", "create"), ("devicePlugin", "config", "data"),
-              ("migManager", "config", "create")}
+              ("migManager", "config", "create"), ("operator", "tolerations")}
 SUBCHARTS = {"node-feature-discovery"}
 # mig-profiles.yaml names the B200 without its memory size.
 MIG_TABLE_NAME = {"B200-180GB": "B200"}
@@ -102,7 +106,7 @@ def test_every_values_key_exists_in_the_chart(config):
     values = operator_values(config, profile(config.cloud))
     unknown = []
     for path, default in key_paths(values, chart_values()):
-        if default is None and path not in COMMENTED_KEYS:
+        if default is None and path not in COMMENTED_KEYS | SUBCHART_KEYS:
             unknown.append(".".join(path))
         value = values
         for key in path:

@@ -18,13 +18,14 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.config.labels import pool_taints
+from components.config.labels import FABRIC_LABEL, POOL_LABEL, pool_taints
 from components.clouds import profile
 from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from components.config.operands import operands, volume_mount_devices
 from components.gpu.operator import VOLUME_MOUNT_TOOLKIT_ENV
 from components.pins import PINS
 from components.scheduling.framework_catalog import FRAMEWORKS
+from components.system_pool import SYSTEM_TAINT
 from conftest import STACKS, UPSTREAM, strict_schema
 from gke_network_crds import SCHEMAS as GKE_NETWORK_SCHEMAS
 from gpu_platform.engine import plan_stack
@@ -282,6 +283,9 @@ def planned_node_taints(plan) -> set[tuple[str, str]]:
         taints |= {(t["key"], to_k8s[t["effect"]]) for t in r.inputs["nodeConfig"].get("taints") or ()}
     for r in plan.of_type("azure-native:containerservice:AgentPool"):
         taints |= {_kubelet_spelling(t) for t in r.inputs.get("nodeTaints") or ()}
+    for r in plan.of_type("azure-native:containerservice:ManagedCluster"):  # the system pool is a cluster entry
+        taints |= {_kubelet_spelling(t) for profile_ in r.inputs.get("agentPoolProfiles") or ()
+                   for t in profile_.get("nodeTaints") or ()}
     for r in plan.of_type("oci:ContainerEngine/nodePool:NodePool"):
         for arg in ((r.inputs.get("nodeMetadata") or {}).get("kubelet-extra-args") or "").split():
             if arg.startswith("--register-with-taints="):
@@ -328,6 +332,8 @@ def test_cluster_policy_matches_the_cloud_profile_and_the_pools(stack, rendered)
     taints = {(t.key, t.effect) for pool in config.gpu_pools for t in pool_taints(pool, prof)}
     taints |= planned_node_taints(plan)
     assert ("nvidia.com/gpu", "NoSchedule") in taints
+    # The system pool's taint keeps GPU operands (and NFD workers, which only GPU nodes need) off it.
+    taints.discard((SYSTEM_TAINT.key, SYSTEM_TAINT.effect))
     nfd_workers = [d for d in chart.of_kind("DaemonSet") if "node-feature-discovery" in d["metadata"]["name"]]
     assert nfd_workers, "the bundled NFD worker is not rendered"
     for key, effect in taints:
@@ -766,3 +772,45 @@ def test_every_configmap_and_secret_a_chart_workload_needs_exists(stack, rendere
                     if not optional and (kind, name) not in present:
                         missing.add((chart.chart, kind, name))
     assert not missing, sorted(missing)
+
+
+# --- the system pool ----------------------------------------------------------------------------------------------
+
+POD_OWNERS = ("Deployment", "StatefulSet", "Job", "CronJob", "DaemonSet")
+
+
+def pod_spec(doc: dict) -> dict:
+    """The pod spec a workload (or a Prometheus/Alertmanager the operator turns into one) runs its pods with."""
+    if doc["kind"] in ("Prometheus", "Alertmanager"):
+        return doc["spec"]
+    spec = doc["spec"]["jobTemplate"]["spec"] if doc["kind"] == "CronJob" else doc["spec"]
+    return spec["template"]["spec"]
+
+
+def gpu_nodes_only(kind: str, spec: dict) -> bool:
+    """A pod that selects GPU pool nodes (our pool or fabric label), or a GPU node agent (a DaemonSet tolerating the
+    GPU taint, such as the NFD worker): it has nothing to do on the system pool."""
+    affinity = json.dumps(spec.get("affinity") or {})
+    return (bool({POOL_LABEL, FABRIC_LABEL} & set(spec.get("nodeSelector") or {})) or FABRIC_LABEL in affinity
+            or kind == "DaemonSet" and tolerates(spec.get("tolerations") or [], "nvidia.com/gpu", "NoSchedule"))
+
+
+@pytest.mark.parametrize("stack", [*STACKS, *VARIANTS])
+def test_every_platform_pod_tolerates_the_system_pool(stack, rendered):
+    # Every cloud's system pool is tainted (EKS node group taints, AKS nodeTaints, GKE node pool taints, OKE
+    # --register-with-taints): each workload every chart renders, and each the plan creates itself, must tolerate it
+    # or it never schedules (a DaemonSet: never covers those nodes), unless it has GPU nodes only to run on.
+    plan, charts = rendered[stack]
+    assert (SYSTEM_TAINT.key, SYSTEM_TAINT.effect) in planned_node_taints(plan)
+    docs = [(chart, doc) for chart, r in charts.items() for doc in r.docs]
+    docs += [("plan", r.inputs) for r in plan.resources if r.type.startswith(("kubernetes:apps/", "kubernetes:batch/"))]
+    docs = [(chart, {"kind": doc.get("kind") or "", **doc}) for chart, doc in docs]
+    missing = []
+    for chart, doc in docs:
+        if doc["kind"] not in (*POD_OWNERS, "Prometheus", "Alertmanager"):
+            continue
+        spec = pod_spec(doc)
+        if not gpu_nodes_only(doc["kind"], spec) and not tolerates(spec.get("tolerations") or [], SYSTEM_TAINT.key,
+                                                                 SYSTEM_TAINT.effect):
+            missing.append(f"{chart}: {doc['kind']} {doc['metadata']['name']}")
+    assert missing == []

@@ -116,7 +116,12 @@ def test_adding_an_aks_zone_is_named_as_replacing_every_agent_pool(tmp_path, cap
     for pool in ("a100-infer", "a10-spot"):
         assert any(line.startswith("  +- azure-native:containerservice:AgentPool  ") and f"[pool {pool}]" in line
                    and "REPLACE: availabilityZones" in line for line in lines), lines
+    # The system pool is an agentPoolProfiles entry of the cluster: updated in place by the provider, refused by Azure.
+    assert any(line.startswith("  ~  azure-native:containerservice:ManagedCluster  ")
+               and "REFUSED BY THE CLOUD: agentPoolProfiles[system].availabilityZones" in line for line in lines), lines
     assert main(["validate", "azure-prod", "--file", str(two), "--against", str(old)]) == 0
     err = capsys.readouterr().err  # warnings go to standard error
     assert "warning: replaces pool a10-spot: azure-native:containerservice:AgentPool" in err
     assert "(availabilityZones)" in err
+    assert "ml-prod-aks-aks: the cloud refuses to change agentPoolProfiles[system].availabilityZones in place, so " \
+           "`pulumi up` fails" in err

@@ -23,7 +23,7 @@ def test_plan_of_the_docs_example(capsys, tmp_path):
     assert main(["plan", "--program", str(EXAMPLE), "--format", "json", "--out", str(out)]) == 0
     plan = json.loads(out.read_text())
     assert (plan["project"], plan["stack"]) == ("my-cluster", "example")
-    assert len(plan["resources"]) == 15
+    assert len(plan["resources"]) == 16  # the compute quota included
     assert plan["outputs"] == {"teamNamespace": "research"}
     assert all(r["urn"].startswith("urn:pulumi:example::my-cluster::") for r in plan["resources"])
 
@@ -31,7 +31,7 @@ def test_plan_of_the_docs_example(capsys, tmp_path):
 def test_check_of_the_docs_example_passes_the_policy_pack(capsys):
     assert main(["check", "--program", str(EXAMPLE)]) == 0
     out = capsys.readouterr().out
-    assert "15 resources" in out and "0 failing" in out and "-> PASS" in out
+    assert "16 resources" in out and "0 failing" in out and "-> PASS" in out
 
 
 def test_check_fails_a_program_that_opens_isolation(capsys, tmp_path):

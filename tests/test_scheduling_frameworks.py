@@ -13,6 +13,7 @@ from components.config import validate
 from components.config.model import GPU_TAINT
 from components.scheduling import framework_catalog, frameworks, topology
 from components.scheduling.kueue import component as kueue
+from components.system_pool import SYSTEM_TOLERATION
 from conftest import ROOT, upstream
 from gpu_platform.engine import plan_stack
 from test_scheduling_config import problems
@@ -117,9 +118,9 @@ def _tolerations(value):
             yield from _tolerations(item)
 
 
-def test_operator_pods_tolerate_nothing_so_they_stay_off_gpu_nodes(full):
+def test_operator_pods_tolerate_only_the_system_pool_so_they_stay_off_gpu_nodes(full):
     for name in ("jobset", "kubeflow-trainer", "lws", "kuberay-operator"):
-        assert list(_tolerations(releases(full)[name].inputs.get("values") or {})) == [], name
+        assert list(_tolerations(releases(full)[name].inputs.get("values") or {})) == [SYSTEM_TOLERATION], name
 
 
 def test_kueue_integrations_are_exactly_what_is_installed(full):

@@ -12,6 +12,7 @@ from components.pins import PINS
 from components.scheduling.kai import component as kai
 from components.scheduling.kai.facts import DEPARTMENT
 from components.scheduling.kai.queues import team_gpus
+from components.system_pool import SYSTEM_TOLERATION
 from conftest import STACKS
 from gpu_platform.engine import plan_stack
 from test_scheduling_stacks import by_name, crd_errors, objects, ours, planned, stack_config, whole, with_scheduler
@@ -82,11 +83,16 @@ def test_release_is_pinned_without_a_catch_all_queue():
 
 
 def test_fractions_are_offered_where_pools_share_gpus():
-    assert release(planned("aws-prod", "kai"))["values"]["global"] == {"gpuSharing": True}  # time-slicing pool
+    assert release(planned("aws-prod", "kai"))["values"]["global"]["gpuSharing"] is True  # time-slicing pool
     sharing = {p["name"]: (p.get("sharing") or {}).get("mode", "none")
                for p in stack_config("gcp-dev")["gpu-platform:gpuPools"]}
     assert set(sharing.values()) <= {"none", "mig"}
-    assert release(planned("gcp-dev", "kai"))["values"]["global"] == {"gpuSharing": False}
+    assert release(planned("gcp-dev", "kai"))["values"]["global"]["gpuSharing"] is False
+
+
+def test_kai_components_tolerate_the_system_pool():
+    # global.tolerations reach the operator, its hook Jobs and the Config CR the operator deploys from.
+    assert release(planned("aws-prod", "kai"))["values"]["global"]["tolerations"] == [SYSTEM_TOLERATION]
 
 
 def test_topology_aware_pools_get_a_kai_topology():

@@ -125,7 +125,9 @@ def test_release_is_pinned_and_sets_the_real_values_key():
         assert (rel["chart"], rel["version"], rel["namespace"], rel["name"]) == (
             "volcano", chart["version"], "volcano-system", "volcano")
         assert rel["repositoryOpts"] == {"repo": "https://volcano-sh.github.io/helm-charts"}
-        assert set(rel["values"]) == {"custom"} and set(rel["values"]["custom"]) == {"scheduler_config_override"}
+        assert "default_tolerations" in values["custom"]
+        assert set(rel["values"]) == {"custom"} and set(rel["values"]["custom"]) == {"scheduler_config_override",
+                                                                                      "default_tolerations"}
 
 
 @pytest.mark.parametrize("stack", STACKS)

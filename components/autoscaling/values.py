@@ -7,6 +7,7 @@ from components import namespaces
 from components.config.capacity import GPU_RESOURCE, mig_strategy, pool_units
 from components.config.model import PlatformConfig
 from components.pins import PINS
+from components.system_pool import tolerating
 
 CHART = "cluster-autoscaler"
 CHART_VERSION = PINS[CHART].version
@@ -63,7 +64,7 @@ def shared_values(config: PlatformConfig) -> dict[str, Any]:
         "rbac": {"serviceAccount": {"name": SERVICE_ACCOUNT}},
         "priorityClassName": "system-cluster-critical",
         # It runs on the system pool: no GPU or spot toleration, so it never holds a GPU node up.
-        "tolerations": [],
+        "tolerations": tolerating(),
         "resources": {"requests": {"cpu": "100m", "memory": "600Mi"}, "limits": {"memory": "1Gi"}},
         "extraArgs": {
             "scale-down-unneeded-time": UNNEEDED_TIME,

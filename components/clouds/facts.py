@@ -251,6 +251,8 @@ class CloudProfile:
     operator_note: str = ""
     # cluster.authorizedNetworks limits only a public endpoint (a private cluster refuses them or ignores them).
     authorized_networks_public_only: bool = False
+    # cluster.authorizedNetworks may list IPv6 CIDRs: the cloud's allow-list takes them for the clusters we create.
+    authorized_networks_ipv6: bool = False
     # The logical name of the cluster resource is `<cluster.name>-<this>` (components/clouds/<cloud>/cluster.py): what a
     # policy exemption names to waive a finding on the cluster, which config validation honours too.
     cluster_resource_suffix: str = "cluster"
@@ -353,6 +355,20 @@ def ipv4_network(value: Any) -> ipaddress.IPv4Network | None:
     except (ValueError, TypeError):
         return None
 
+
+# Where a created VPC, VNet or VCN may live: RFC 1918 and CGNAT, exactly what a team's internet-egress
+# NetworkPolicy excepts (components/tenancy/isolation.py). In public space its nodes, kubelets and load balancers
+# would count as "internet" to every team pod, and the real owners of those addresses would become unreachable.
+PRIVATE_NETWORKS = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+                                                            "100.64.0.0/10"))
+
+
+def public_space(net: ipaddress.IPv4Network) -> str | None:
+    """Why `net` cannot hold a created network, or None when it is private address space."""
+    if any(net.subnet_of(private) for private in PRIVATE_NETWORKS):
+        return None
+    return (f"{net} is not private address space: team pods' internet egress would reach the cluster's nodes there; "
+            f"use a range inside {', '.join(map(str, PRIVATE_NETWORKS))}")
 
 
 def minors(*minors: str) -> dict[str, str]:

@@ -171,18 +171,26 @@ def _zone_count(cluster: Cluster | None, prof: CloudProfile | None) -> int:
 
 def _authorized_networks(sec: Section, prof: CloudProfile | None, production: bool, private: bool,
                          problems: Problems) -> tuple[str, ...]:
-    """cluster.authorizedNetworks: IPv4 CIDRs that may reach the API endpoint; a public production endpoint needs them."""
+    """cluster.authorizedNetworks: CIDRs that may reach the API endpoint (IPv6 where the cloud's allow-list takes
+    them); a public production endpoint needs them."""
     path = sec.at("authorizedNetworks")
+    ipv6 = bool(prof and prof.authorized_networks_ipv6)
+    kinds = ("an IPv4 or IPv6 CIDR like 203.0.113.0/24 or 2001:db8:1::/48" if ipv6
+             else "an IPv4 CIDR like 203.0.113.0/24")
     networks = []
     for i, value in enumerate(sec.str_list("authorizedNetworks")):
         try:
-            net = ipaddress.IPv4Network(value)
+            net = ipaddress.ip_network(value)
         except ValueError:
             try:
                 problems.add(join(path, i), f"{value!r} has host bits set; the network is "
-                                            f"{ipaddress.IPv4Network(value, strict=False)}")
+                                            f"{ipaddress.ip_network(value, strict=False)}")
             except ValueError:
-                problems.add(join(path, i), f"{value!r} is not an IPv4 CIDR like 203.0.113.0/24")
+                problems.add(join(path, i), f"{value!r} is not {kinds}")
+            continue
+        if net.version == 6 and not ipv6:
+            problems.add(join(path, i), f"{value} is IPv6, which {prof.service if prof else 'this cloud'} does not "
+                                        f"take here; use {kinds}")
             continue
         if production and net.prefixlen == 0:
             problems.add(join(path, i), f"{value} opens the API endpoint to the whole internet; in production list "

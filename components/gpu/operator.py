@@ -19,6 +19,7 @@ from components.config.operands import MIG_DISABLED, operands, operator_shared, 
 from components.gpu.sharing import DEFAULT_ENTRY, DEVICE_PLUGIN_CONFIGMAP, device_plugin_data
 from components import namespaces
 from components.pins import PINS
+from components.system_pool import tolerating
 
 NAMESPACE = namespaces.GPU_OPERATOR
 CHART = "gpu-operator"
@@ -72,9 +73,14 @@ def operator_values(config: PlatformConfig, prof: CloudProfile) -> dict[str, Any
         "toolkit": {"enabled": ops.toolkit},
         "mig": {"strategy": mig_strategy(config.gpu_pools) or "none"},
         "daemonsets": {"tolerations": tolerations},
+        # The operator (and its hook Jobs) runs on the system pool.
+        "operator": {"tolerations": tolerating(_CONTROL_PLANE_TOLERATION)},
         # NFD labels the GPU nodes the operands select on; a taint it does not tolerate hides the node's GPUs.
         "node-feature-discovery": {"worker": {"tolerations": [
-            dict(t) for t in (_CONTROL_PLANE_TOLERATION, *tolerations)]}},
+            dict(t) for t in (_CONTROL_PLANE_TOLERATION, *tolerations)]},
+            # The NFD master and garbage collector run on the system pool.
+            "master": {"tolerations": tolerating(_CONTROL_PLANE_TOLERATION)},
+            "gc": {"tolerations": tolerating()}},
         "devicePlugin": {"enabled": ops.device_plugin},
         "migManager": {"enabled": ops.mig_manager},
         "dcgmExporter": _dcgm_exporter(config, prof, cloud_plugin_serves),
@@ -90,7 +96,7 @@ def operator_values(config: PlatformConfig, prof: CloudProfile) -> dict[str, Any
     if prof.needs_cdi:
         values["cdi"] = {"enabled": True}
     if prof.operator_runtime_class:
-        values["operator"] = {"runtimeClass": prof.operator_runtime_class}
+        values["operator"]["runtimeClass"] = prof.operator_runtime_class
     mounts = volume_mount_devices(config)
     toolkit_env = [*prof.toolkit_env, *(VOLUME_MOUNT_TOOLKIT_ENV if mounts else ())]
     if ops.toolkit and toolkit_env:

@@ -13,6 +13,7 @@ from components.config.labels import POOL_LABEL
 from components.config.model import PlatformConfig
 from components.pins import PINS
 from components.tenancy.isolation import privileged_namespace_labels
+from components.system_pool import tolerating
 
 CHART = "kube-prometheus-stack"
 CHART_VERSION = PINS[CHART].version
@@ -62,14 +63,20 @@ def chart_values(config: PlatformConfig) -> dict[str, Any]:
             "podMonitorSelector": selector,
             # The slowest SLO window is 3 days: keep well over that.
             "retention": "15d",
+            "tolerations": tolerating(),
         }},
+        "alertmanager": {"alertmanagerSpec": {"tolerations": tolerating()}},
+        "prometheusOperator": {"tolerations": tolerating(),
+                               "admissionWebhooks": {"patch": {"tolerations": tolerating()}}},
         "kubeStateMetrics": {"enabled": True},
         # Its default collectors (pods, nodes) give kube_pod_container_resource_requests, kube_pod_status_phase and
         # kube_node_status_allocatable; only the node label allowlist is ours.
-        "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS_FOR_METRICS)}]"]},
+        "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS_FOR_METRICS)}]"],
+                               "tolerations": tolerating()},
         # The dashboard ConfigMap lives in this namespace, the sidecar's default search scope.
         "grafana": {"sidecar": {"dashboards": {"enabled": True, "label": label, "labelValue": value}},
-                    "admin": {"existingSecret": GRAFANA_ADMIN_SECRET, **GRAFANA_ADMIN_KEYS}},
+                    "admin": {"existingSecret": GRAFANA_ADMIN_SECRET, **GRAFANA_ADMIN_KEYS},
+                    "tolerations": tolerating()},
     }
 
 

@@ -4,7 +4,7 @@
 `scheduler.frameworks` picks them; each one's Kueue integration names come from the Kueue 0.19 config reference
 (`integrations.frameworks`). Versions are the ones the pinned Kueue's go.mod builds its integrations against
 (components/pins.py).
-Operator pods get no tolerations: every GPU pool is tainted, so they run on the system pool.
+Operator pods tolerate only the system pool's taint: every GPU pool is tainted, so they run on the system pool.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from components.pins import PINS
+from components.system_pool import tolerating
 
 
 @dataclass(frozen=True)
@@ -36,21 +37,22 @@ class Framework:
 FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
     # JobSet: the multi-job gang (leader + workers) most training frameworks and GKE's TAS examples build on.
     Framework("jobset", "oci://registry.k8s.io/jobset/charts/jobset", PINS["jobset"].version, "jobset-system",
-              ("jobset.x-k8s.io/jobset",)),
+              ("jobset.x-k8s.io/jobset",), values={"controller": {"tolerations": tolerating()}}),
     # Kubeflow Trainer v2 (TrainJob). Kueue >= 0.17 patches TrainJobs through spec.runtimePatches, which Trainer 2.2
     # introduced (kueue#11931); 2.3 changed that API again and reached Kueue after 0.19 (kueue#14504). Its TrainJobs
     # run as JobSets, so our JobSet release serves it instead of the chart's bundled copy.
     Framework("trainer", "oci://ghcr.io/kubeflow/charts/kubeflow-trainer", PINS["kubeflow-trainer"].version,
               "kubeflow-system", ("trainer.kubeflow.org/trainjob",), release="kubeflow-trainer",
-              values={"jobset": {"install": False}, "runtimes": {"torchDistributed": {"enabled": True}}},
+              values={"jobset": {"install": False}, "runtimes": {"torchDistributed": {"enabled": True}},
+                      "manager": {"tolerations": tolerating()}},
               needs=("jobset",)),
     # LeaderWorkerSet: multi-node inference and training groups (one leader, N workers per replica).
     Framework("leaderworkerset", "oci://registry.k8s.io/lws/charts/lws", PINS["lws"].version, "lws-system",
-              ("leaderworkerset.x-k8s.io/leaderworkerset",), release="lws"),
+              ("leaderworkerset.x-k8s.io/leaderworkerset",), release="lws", values={"tolerations": tolerating()}),
     # KubeRay: Ray clusters and jobs; Kueue manages RayJob, RayCluster and RayService.
     Framework("kuberay", "kuberay-operator", PINS["kuberay-operator"].version, "kuberay-system",
               ("ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice"), release="kuberay-operator",
-              repository="https://ray-project.github.io/kuberay-helm/"),
+              repository="https://ray-project.github.io/kuberay-helm/", values={"tolerations": tolerating()}),
 )}
 
 # Kueue integrations that need no operator: core workloads.

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from components import namespaces
+from components.clouds.facts import PRIVATE_NETWORKS
 from components.config.model import FABRIC_SIDECAR, PlatformConfig, Team
 from components.tenancy.fabric_baseline import POLICY_LABEL, policy_name
 
@@ -31,7 +32,7 @@ DNS_NAMESPACE = namespaces.KUBE_SYSTEM
 DNS_POD_LABELS = {"k8s-app": "kube-dns"}  # CoreDNS on EKS, AKS and OKE and kube-dns on GKE all carry it
 # Never reachable as "internet": RFC 1918 and CGNAT (pod, service and node ranges on every cloud), link-local
 # (169.254.169.254 metadata, node credentials), and the IPv6 unique-local and link-local ranges (fd00:ec2::254).
-PRIVATE_V4 = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16")
+PRIVATE_V4 = (*map(str, PRIVATE_NETWORKS), "169.254.0.0/16")  # the created networks' space, then link-local
 PRIVATE_V6 = ("fc00::/7", "fe80::/10")
 
 

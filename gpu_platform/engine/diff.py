@@ -15,7 +15,8 @@ from typing import Any
 
 from components.clouds import PACKAGES
 from gpu_platform.engine.plan import Plan, PlannedResource
-from gpu_platform.engine.replacements import new_nodes_only, replace_paths, replacing_changes, value_at
+from gpu_platform.engine.replacements import (new_nodes_only, refused_changes, replace_paths, replacing_changes,
+                                              value_at)
 
 POOL_TYPE = "gpu-platform:cluster:GpuNodePool"
 # The clouds' node pool resources: one outside a GpuNodePool is the cluster's system pool.
@@ -33,6 +34,7 @@ class Change:
     protected: bool = False  # the existing resource is protected: `pulumi up` refuses to replace or delete it
     pool: str = ""  # the GPU pool (config name) the resource belongs to, if any
     because_of: str = ""  # for a propagated replacement: the replaced resource whose new id it takes
+    refused: list[str] = field(default_factory=list)  # in-place changes the cloud refuses (REFUSED_UPDATES)
 
 
 @dataclass
@@ -44,7 +46,7 @@ class PlanDiff:
 
     @property
     def destructive(self) -> bool:
-        return any(c.action in ("replace", "delete") for c in self.changes)
+        return any(c.action in ("replace", "delete") or c.refused for c in self.changes)
 
     def warnings(self) -> list[str]:
         """One line per replaced or deleted GPU pool, and per protected resource the change would need to remove."""
@@ -67,6 +69,10 @@ class PlanDiff:
                 lines.append(f"replaces the system pool: {change.resource.type} {change.resource.name} "
                              f"({_reason(change)}); system pods (DNS, controllers) wait for its successor")
         for change in self.of("change"):
+            if change.refused:
+                lines.append(f"{change.resource.type} {change.resource.name}: the cloud refuses to change "
+                             f"{', '.join(change.refused)} in place, so `pulumi up` fails; keep the old value: "
+                             "only a new pool, created beside this one, can take the new one")
             later = new_nodes_only(change.resource.type, change.paths)
             if change.pool and later:
                 lines.append(f"changes pool {change.pool} for new nodes only: {change.resource.type} "
@@ -98,7 +104,8 @@ def diff_plans(old: Plan, new: Plan) -> PlanDiff:
         if forcing:
             changes[urn] = Change("replace", resource, forcing)
         elif changed:
-            changes[urn] = Change("change", resource, changed)
+            changes[urn] = Change("change", resource, changed,
+                                  refused=refused_changes(resource.type, before.inputs, resource.inputs))
     for urn, resource in old_by_urn.items():
         if urn not in new_by_urn:
             changes[urn] = Change("delete", resource)
@@ -190,6 +197,8 @@ def render_diff(diff: PlanDiff) -> str:
             note = f"  REPLACE: {_reason(change)}"
         elif change.action == "change":
             note = f"  ({', '.join(change.paths[:6])}{', ...' if len(change.paths) > 6 else ''})"
+            if change.refused:
+                note += f"  REFUSED BY THE CLOUD: {', '.join(change.refused)}"
         if change.pool:
             note += f"  [pool {change.pool}]"
         if change.protected and change.action in ("replace", "delete"):

@@ -19,6 +19,13 @@ REPLACE_ON_CHANGES: dict[str, tuple[str, ...]] = {
 NEW_NODES_ONLY: dict[str, tuple[str, ...]] = {
     type_: paths for offline in _OFFLINE for type_, paths in offline.new_nodes_only.items()}
 
+# Inputs the provider updates in place but the cloud refuses to change, so `pulumi up` fails on them. `list[].field`
+# compares `field` of each list entry by its `name`. AKS: the system pool is an agentPoolProfiles entry of the
+# ManagedCluster, and Azure refuses to change an existing pool's availabilityZones there as on an AgentPool.
+REFUSED_UPDATES: dict[str, tuple[str, ...]] = {
+    "azure-native:containerservice:ManagedCluster": ("agentPoolProfiles[].availabilityZones",),
+}
+
 # pulumi-kubernetes replaces any object whose name or namespace changes (a new object, then the old one deleted).
 KUBERNETES_REPLACE_ON_CHANGES: tuple[str, ...] = ("metadata.name", "metadata.namespace")
 
@@ -49,3 +56,16 @@ def new_nodes_only(type_: str, paths: list[str]) -> list[str]:
 def replacing_changes(type_: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """The replace-triggering paths whose value differs between two input sets."""
     return [path for path in replace_paths(type_) if value_at(old, path) != value_at(new, path)]
+
+
+def refused_changes(type_: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The refused-in-place paths (REFUSED_UPDATES) whose value differs, one per list entry: `list[name].field`."""
+    refused = []
+    for path in REFUSED_UPDATES.get(type_, ()):
+        head, field = path.split("[].")
+        before = {e.get("name"): e for e in value_at(old, head) or [] if isinstance(e, dict)}
+        for entry in value_at(new, head) or []:
+            if isinstance(entry, dict) and entry.get("name") in before \
+                    and value_at(before[entry["name"]], field) != value_at(entry, field):
+                refused.append(f"{head}[{entry['name']}].{field}")
+    return refused

@@ -64,7 +64,7 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
                     report(problem, cluster.urn)
     pending.finish()
     if not checked:
-        args.not_applicable("no GPU node pools")
+        graph.outside_plan(args, "no GPU node pools", "GPU node pools and their taints")
 
 
 RULE = stack_rule(

@@ -24,11 +24,7 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     if not teams:
         args.not_applicable("no team namespaces (Namespaces labelled gpu-platform.io/team)")
     resources = advertised(graph)
-    # A scoped quota only limits the pods its scope selects: the cap must hold for every pod.
-    unscoped: dict[str, list] = {}
-    for quota in graph.of_type(k8s.RESOURCE_QUOTA):
-        if not get(quota.props, "spec.scopeSelector") and not get(quota.props, "spec.scopes"):
-            unscoped.setdefault(k8s.namespace(quota), []).append(quota)
+    unscoped = k8s.unscoped_quotas(graph)  # the cap must hold for every pod
     pending = Pending()
     for namespace, resource in sorted(teams.items()):
         with pending.each():

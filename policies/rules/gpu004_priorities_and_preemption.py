@@ -54,7 +54,7 @@ def _kai_actions_off(graph: Graph) -> list[str]:
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     if not graph.pools():
-        args.not_applicable("no GPU pools")
+        graph.outside_plan(args, "no GPU pools", "GPU pools")
     _priority_classes(graph, report)
     pending = Pending()
     for queue in graph.of_type(*k8s.CLUSTER_QUEUES):

@@ -81,7 +81,7 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
                 training.append(pool)
     pending.finish()
     if not training:
-        args.not_applicable("no training pool")
+        graph.outside_plan(args, "no training pool", "GPU pools")
     names = ", ".join(repr(p.name) for p in training)
     kueue, volcano = charts.releases(graph, KUEUE), charts.releases(graph, VOLCANO)
     kai = charts.releases(graph, KAI)

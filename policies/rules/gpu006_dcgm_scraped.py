@@ -50,7 +50,7 @@ def _scraped(graph: Graph, prometheus: Prometheus, monitors: list[dict]) -> bool
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     if not graph.pools():
-        args.not_applicable("no GPU pools")
+        graph.outside_plan(args, "no GPU pools", "GPU pools")
     if not charts.releases(graph, charts.GPU_OPERATOR) and not charts.releases(graph, DCGM_EXPORTER):
         report("no DCGM exporter is installed (GPU Operator dcgmExporter or a dcgm-exporter release): GPU "
                "utilization, health and idle GPUs are invisible")

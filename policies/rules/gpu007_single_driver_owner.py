@@ -26,7 +26,7 @@ def _owners(cloud: bool, operator: bool, service: str) -> list[str]:
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     pools = graph.pools()
     if not pools:
-        args.not_applicable("no GPU pools")
+        graph.outside_plan(args, "no GPU pools", "GPU pools and their drivers")
     releases = charts.releases(graph, charts.GPU_OPERATOR)
     pending = Pending()
     for pool in pools:

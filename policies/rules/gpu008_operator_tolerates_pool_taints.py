@@ -21,7 +21,7 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
         args.not_applicable("no GPU Operator release")
     pools = graph.pools()
     if not pools:
-        args.not_applicable("no GPU pools")
+        graph.outside_plan(args, "no GPU pools", "GPU pools and their taints")
     pending = Pending()
     for release in releases:
         try:

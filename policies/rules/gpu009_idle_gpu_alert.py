@@ -34,7 +34,7 @@ def idle_pods(alert: Mapping, records: Mapping[str, str]) -> bool:
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     if not graph.pools():
-        args.not_applicable("no GPU pools")
+        graph.outside_plan(args, "no GPU pools", "GPU pools")
     found = prometheuses(graph)
     if not found:
         report("no Prometheus in the stack, so no alert can catch allocated but idle GPUs")

@@ -10,9 +10,12 @@ from policies.rule import Report, stack_rule
 
 
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
+    production = context.production(graph.resources)
     if not graph.of_type(*CLUSTERS):
+        if production:
+            graph.outside_plan(args, "no cluster in the stack", "API endpoint settings")
         args.not_applicable("no cluster in the stack")
-    if not context.production(graph.resources):
+    if not production:
         args.not_applicable("not a production stack")
     report_open_endpoints(graph, report, lambda api, cluster, problem: (
         f"production {api.service} cluster {cluster.name!r} exposes its API server to the internet: {problem}"))

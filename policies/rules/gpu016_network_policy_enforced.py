@@ -14,7 +14,8 @@ def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
         args.not_applicable("no team namespaces (Namespaces labelled gpu-platform.io/team)")
     clusters = graph.of_type(*READERS)
     if not clusters:
-        args.not_applicable("no cluster in the stack: an adopted cluster's CNI is outside the plan")
+        graph.outside_plan(args, "no cluster in the stack: an adopted cluster's CNI is outside the plan",
+                           "CNI and network policy settings")
     pending = Pending()
     for cluster in clusters:
         with pending.each():

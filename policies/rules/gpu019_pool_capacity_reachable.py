@@ -14,7 +14,7 @@ QUEUES = {"kueue": "the Kueue ClusterQueues", "volcano": "the Volcano Queues", "
 def check(args: StackValidationArgs, graph: Graph, report: Report) -> None:
     pools = graph.pools()
     if not pools:
-        args.not_applicable("no GPU pools")
+        graph.outside_plan(args, "no GPU pools", "GPU pools and their sizes")
     resources = [(r.resource_type, r.props) for r in graph.resources]
     kind = scheduler(resources)
     if kind is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from components.clouds.facts import (API_EFFECTS, ArnPartition, CloudProfile, ExtraKey, Fabric, GpuImage,
-                                     NetworkTopology, PoolNaming, ipv4_network, minors)
+                                     NetworkTopology, PoolNaming, ipv4_network, minors, public_space)
 from components.pins import PINS
 
 
@@ -13,6 +13,8 @@ def _vpc_cidr(value: str) -> str | None:
     net = ipv4_network(value)
     if net is None:
         return f"{value!r} is not an IPv4 network like 10.0.0.0/16 (host bits zero)"
+    if public := public_space(net):
+        return public
     # AWS allows /16 at most; /22 still leaves a /24 of node and pod addresses per AZ (the VPC CNI gives pods VPC IPs).
     if not 16 <= net.prefixlen <= 22:
         return f"must be a /16 to /22 network; got /{net.prefixlen}"
@@ -166,6 +168,8 @@ PROFILE = CloudProfile(
     image_ships_toolkit=True,
     # publicAccessCidrs govern the public endpoint only; the private one follows the cluster security group.
     authorized_networks_public_only=True,
+    # No IPv6 in publicAccessCidrs: EKS takes IPv6 CIDRs only on IPv6-family clusters, and ours are IPv4.
+    authorized_networks_ipv6=False,
     # EKS knows IAM principals, not Kubernetes groups: an access entry per principal names the groups it joins.
     team_principals=ExtraKey(list, "IAM role or user ARNs whose sessions join the team's groups (EKS access "
                                    "entries)", check=_iam_principals),

@@ -12,8 +12,10 @@ from components.clouds.aws import efa
 from components.clouds.base import GpuNodePool
 from components.config.labels import LABEL_PREFIX
 from components.clouds.facts import CloudProfile, GpuImage
+from components.clouds.aws.facts import PROFILE
 from components.config.capacity import GPU_RESOURCE
 from components.config.model import GpuPool, PlatformConfig, Taint
+from components.system_pool import SYSTEM_TAINT
 
 GPU_NODE_GROUP_PREFIX = "gpu-"  # keeps GPU node groups apart from "system" whatever the pools are called
 SYSTEM_NODE_GROUP = "system"
@@ -63,7 +65,7 @@ def node_template_tags(labels: dict[str, str], taints: tuple[Taint, ...], advert
 
 def system_node_group(name: str, config: PlatformConfig, cluster: eks.Cluster, node_role_arn: pulumi.Input[str],
                       subnet_ids: list, opts: pulumi.ResourceOptions) -> eks.NodeGroup:
-    """The untainted pool for cluster add-ons and platform controllers."""
+    """The pool for cluster add-ons and platform controllers, tainted so team pods stay off it."""
     system = config.cluster.system_pool
     template = ec2.LaunchTemplate(f"{name}-system-launch-template", metadata_options=METADATA_OPTIONS, opts=opts)
     return eks.NodeGroup(
@@ -72,6 +74,9 @@ def system_node_group(name: str, config: PlatformConfig, cluster: eks.Cluster, n
         capacity_type="ON_DEMAND", version=cluster.version,
         scaling_config=scaling(system.min_nodes, system.max_nodes),
         labels={f"{LABEL_PREFIX}/node-role": SYSTEM_NODE_GROUP}, launch_template=template_ref(template),
+        # EKS managed node groups carry taints themselves (updated in place).
+        taints=[{"key": SYSTEM_TAINT.key, "value": SYSTEM_TAINT.value,
+                 "effect": PROFILE.taint_effects[SYSTEM_TAINT.effect]}],
         # A second group named "system" cannot exist beside the first: a replacement (a new instance type) must
         # delete the old group first, and system pods wait for the new one (plan --diff warns).
         opts=pulumi.ResourceOptions.merge(opts, NODE_GROUP_OPTS))

@@ -20,6 +20,7 @@ from components.clouds.azure.facts import AKS_POD_CIDR, AKS_SERVICE_CIDR, PROFIL
 from components.clouds.facts import CloudProfile
 from components.config.model import GpuPool, PlatformConfig, Taint
 from components.config.provisioning import AKS_NAP, provisioner
+from components.system_pool import SYSTEM_TAINT
 
 DEFAULT_VNET_CIDR = "10.224.0.0/16"
 # Azure CNI overlay: pods and services live outside the VNet (config validation keeps vnetCidr clear of them),
@@ -112,6 +113,8 @@ class AksCluster(PlatformCluster):
                 "type": "VirtualMachineScaleSets",
                 "vnet_subnet_id": subnet_id,
                 **({"availability_zones": zones} if zones else {}),
+                # AKS: the system pool's nodeTaints, what onlyCriticalAddonsEnabled would set.
+                "node_taints": [node_taint(SYSTEM_TAINT, prof)],
             }],
             network_profile={
                 "network_plugin": "azure",

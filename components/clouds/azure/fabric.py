@@ -25,6 +25,7 @@ from components.config.model import PlatformConfig
 from components.observability.reclaimer.component import IMAGE as DEBIAN_SLIM
 from components.pins import PINS
 from components.tenancy.isolation import privileged_namespace_labels
+from components.system_pool import tolerating
 
 API = "mellanox.com/v1alpha1"
 KIND = "NicClusterPolicy"
@@ -116,11 +117,17 @@ def memlock_daemonset(fabric: Fabric, tolerations: list[dict[str, str]]) -> dict
     }
 
 
+# The chart's default `operator.tolerations`, which a values list replaces.
+CHART_OPERATOR_TOLERATIONS = tuple({"key": f"node-role.kubernetes.io/{role}", "operator": "Equal", "value": "",
+                                    "effect": "NoSchedule"} for role in ("master", "control-plane"))
+
+
 def chart_values() -> dict[str, Any]:
     """Chart values: the GPU Operator's Node Feature Discovery already labels every GPU node (PCI class 02 with
     vendor ids, kernel and OS, which the operator reads to pick the driver image); a second NFD would fight it. The
     chart's NodeFeatureRules stay on (its default) for that NFD to apply."""
-    return {"nfd": {"enabled": False}}
+    # The operator and its hook Jobs run on the system pool; the chart's own tolerations are kept.
+    return {"nfd": {"enabled": False}, "operator": {"tolerations": tolerating(*CHART_OPERATOR_TOLERATIONS)}}
 
 
 class NetworkOperator(pulumi.ComponentResource):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from components.clouds.facts import K8S_EFFECTS, CloudProfile, ExtraKey, Fabric, PoolNaming, ipv4_network, minors
+from components.clouds.facts import (K8S_EFFECTS, CloudProfile, ExtraKey, Fabric, PoolNaming, ipv4_network, minors,
+                                     public_space)
 from components.pins import PINS
 
 
@@ -26,6 +27,8 @@ def _aks_vnet_cidr(value: str) -> str | None:
     net = ipv4_network(value)
     if net is None:
         return f"{value!r} is not an IPv4 network like 10.224.0.0/16 (host bits zero)"
+    if public := public_space(net):
+        return public
     for what, other in (("pod", AKS_POD_CIDR), ("service", AKS_SERVICE_CIDR)):
         if net.overlaps(ipaddress.IPv4Network(other)):
             return f"{value} overlaps the AKS overlay {what} range {other}; pick another range"
@@ -127,6 +130,8 @@ PROFILE = CloudProfile(
     image_ships_toolkit=True,
     # AKS refuses authorized IP ranges on a private cluster.
     authorized_networks_public_only=True,
+    # No IPv6 in authorizedIPRanges: our IPv4 clusters' API server has only an IPv4 address to allow.
+    authorized_networks_ipv6=False,
     # AKS GPU nodes define only this containerd handler; with the default `nvidia` no operand pod starts.
     operator_runtime_class="nvidia-container-runtime",
     region_pattern=r"[a-z]+[a-z0-9]*",

@@ -17,6 +17,7 @@ from components.config.fabric import nic_counts
 from components.config.model import Cluster, GpuPool, PlatformConfig
 from components.config.provisioning import NAP_KEY
 from components.config.zonal import initial_per_zone
+from components.system_pool import SYSTEM_TAINT
 
 NODE_CIDR = "10.0.0.0/20"
 POD_RANGE, POD_CIDR = "pods", "10.16.0.0/14"  # a /24 per node: room for ~1000 nodes
@@ -188,7 +189,10 @@ class GkeCluster(PlatformCluster):
             management={"auto_repair": True, "auto_upgrade": True},
             node_config={"machine_type": system.instance_type, "image_type": "COS_CONTAINERD",
                          "service_account": self._nodes_account.email,
-                         "oauth_scopes": OAUTH_SCOPES, "workload_metadata_config": {"mode": "GKE_METADATA"}},
+                         "oauth_scopes": OAUTH_SCOPES, "workload_metadata_config": {"mode": "GKE_METADATA"},
+                         # GKE: node pool taints, updated in place (UpdateNodePool `taints`).
+                         "taints": [{"key": SYSTEM_TAINT.key, "value": SYSTEM_TAINT.value,
+                                     "effect": prof.taint_effects[SYSTEM_TAINT.effect]}]},
             # Pool names are unique in a cluster (see the GPU pools below); machine type changes are in place.
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"], depends_on=nodes_ready,
                                         delete_before_replace=True),

@@ -163,6 +163,8 @@ _TCPXO = Fabric(
 PROFILE = CloudProfile(
     name="gcp",
     service="GKE",
+    # masterAuthorizedNetworksConfig cidrBlocks take IPv6 CIDRs as well as IPv4 ones.
+    authorized_networks_ipv6=True,
     cluster_resource_suffix="gke",
     taint_effects=API_EFFECTS,
     driver_owners=("managed", "operator"),

@@ -18,6 +18,7 @@ from components.clouds.oci.nodes import (GPU_BOOT_VOLUME_GB, POD_NETWORK, SYSTEM
                                          register_with_taints)
 from components.clouds.oci.facts import OKE_POD_CIDR, OKE_SERVICE_CIDR, PROFILE
 from components.config.model import PlatformConfig
+from components.system_pool import SYSTEM_TAINT
 
 SYSTEM_POOL = "system"
 # What the Cluster Autoscaler does on OKE node pools with instance principals (OKE docs, "Using the Kubernetes
@@ -83,7 +84,9 @@ class OkeCluster(PlatformCluster):
         system = config.cluster.system_pool
         self.system_pool = node_pool(
             f"{name}-{SYSTEM_POOL}", f"{config.cluster.name}-{SYSTEM_POOL}", shape=system.instance_type,
-            image=extras["imageId"], size=system.min_nodes, labels={}, kubelet_args=None,
+            image=extras["imageId"], size=system.min_nodes, labels={},
+            # OKE node pools have no taint field: the kubelet taints the node as it registers (cloud-init).
+            kubelet_args=register_with_taints([SYSTEM_TAINT], prof.taint_effects),
             shape_config=SYSTEM_SHAPE_CONFIG if system.instance_type.endswith(".Flex") else None,
             opts=child, **common)
 

@@ -6,7 +6,7 @@ import ipaddress
 from typing import Callable
 
 from components.clouds.facts import (K8S_EFFECTS, CloudProfile, ExtraKey, Fabric, NetworkTopology, PoolNaming,
-                                     ipv4_network)
+                                     ipv4_network, public_space)
 
 
 def _ocid(kind: str) -> Callable[[str], str | None]:
@@ -20,6 +20,8 @@ def _vcn_cidr(value: str) -> str | None:
     net = ipv4_network(value)
     if net is None:
         return f"{value!r} is not an IPv4 network like 10.0.0.0/16 (host bits zero)"
+    if public := public_space(net):
+        return public
     # OCI allows /16 to /30; OkeNetwork carves endpoint, load balancer and node subnets out of a /16.
     if net.prefixlen != 16:
         return f"must be a /16 (OkeNetwork splits it into three subnets); got /{net.prefixlen}"
@@ -78,6 +80,8 @@ _OCI_RDMA = Fabric(
 PROFILE = CloudProfile(
     name="oci",
     service="OKE",
+    # No IPv6 in the endpoint NSG's rules: an IPv6 source needs an IPv6-enabled VCN, and ours has IPv4 blocks only.
+    authorized_networks_ipv6=False,
     taint_effects=K8S_EFFECTS,
     driver_owners=("managed", "operator"),
     default_driver="managed",

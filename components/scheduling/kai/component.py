@@ -16,6 +16,7 @@ from components.config.model import PlatformConfig
 from components.scheduling import topology
 from components.scheduling.kai.facts import DEPARTMENT, KIND
 from components.scheduling.kai.queues import department_spec, team_queue_spec
+from components.system_pool import tolerating
 
 if TYPE_CHECKING:
     from components.context import Context
@@ -39,7 +40,9 @@ def chart_values(config: PlatformConfig) -> dict[str, Any]:
         # The platform's gpu-* PriorityClasses are the only vocabulary teams get (and the ceiling policy checks);
         # KAI's train/build/inference classes would sit below every one of them.
         "defaultPriorityClasses": {"enabled": False},
-        "global": {"gpuSharing": offers_fractions(config)},
+        # global.tolerations reach the operator, its hook Jobs and, through the Config CR, every component the
+        # operator deploys: all on the system pool.
+        "global": {"gpuSharing": offers_fractions(config), "tolerations": tolerating()},
     }
 
 

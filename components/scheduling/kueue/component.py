@@ -26,6 +26,7 @@ from components.scheduling.kueue.facts import KIND
 from components.config.priority_levels import LEVELS
 from components.config.shares import COHORT, PoolShare, has_cohort, team_shares, team_weight
 from components.tenancy.team import RBAC_GROUP, TEAM_LABEL
+from components.system_pool import tolerating
 
 if TYPE_CHECKING:
     from components.context import Context
@@ -236,7 +237,7 @@ class Kueue(pulumi.ComponentResource):
                     # The chart's values.yaml points at a staging image; pin the released one.
                     "controllerManager": {"manager": {"image": {
                         "repository": "registry.k8s.io/kueue/kueue", "tag": f"v{VERSION}",
-                        "pullPolicy": "IfNotPresent"}}},
+                        "pullPolicy": "IfNotPresent"}}, "tolerations": tolerating()},
                 },
             ),
             opts=pulumi.ResourceOptions(parent=self),

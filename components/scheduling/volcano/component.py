@@ -18,6 +18,7 @@ from components.config.model import PRIORITIES, PlatformConfig, Team
 from components.config.shares import gpu_resources, has_cohort, team_ceiling, team_nominal, team_reserved, \
     team_weight
 from components.scheduling.volcano.facts import KIND
+from components.system_pool import tolerating
 
 if TYPE_CHECKING:
     from components.context import Context
@@ -90,7 +91,9 @@ class Volcano(pulumi.ComponentResource):
                 name="volcano", chart=CHART, version=VERSION, namespace=NAMESPACE, create_namespace=True,
                 repository_opts=RepositoryOptsArgs(repo=REPOSITORY),
                 values={"custom": {"scheduler_config_override": yaml.safe_dump(scheduler_conf(config),
-                                                                               sort_keys=False)}},
+                                                                               sort_keys=False),
+                                   # Admission, controllers and scheduler (its agent keeps its own list).
+                                   "default_tolerations": tolerating()}},
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

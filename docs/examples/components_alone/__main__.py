@@ -26,6 +26,8 @@ research = Team("research", TeamArgs(
     team="research",
     priority="normal",
     gpu_quota={"requests.nvidia.com/gpu": "8"},
+    # CPU, memory and pod caps, so the team's CPU work cannot starve the cluster's controllers (GPU020).
+    compute_quota={"requests.cpu": "64", "requests.memory": "256Gi", "pods": "100"},
     groups=["research-engineers"],
     protect=True,
 ), opts=on_cluster)
