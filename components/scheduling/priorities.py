@@ -1,43 +1,19 @@
 """Priority classes for GPU workloads, and what a team's `priority` means for its pods and its queue.
 
-Values are ordered critical > high > normal > low > default (0). Only critical and high may evict running pods
-(`PreemptLowerPriority`): a preempted GPU job loses everything since its last checkpoint, so normal and low work
-waits for capacity instead (`Never`), and so does anything without a class (the non-preempting global default).
+The levels themselves (names, values, who may evict) are plain data in components/config/priority_levels.py.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 import json
+from dataclasses import replace
 
 import pulumi
 import pulumi_kubernetes.admissionregistration.v1 as admission
 import pulumi_kubernetes.meta.v1 as meta
 import pulumi_kubernetes.scheduling.v1 as scheduling
 
+from components.config.priority_levels import DEFAULT, LEVELS, PriorityLevel, forbidden_classes
 
-@dataclass(frozen=True)
-class PriorityLevel:
-    """One GPU priority class, shared by the PriorityClass and the Kueue WorkloadPriorityClass of that name."""
-
-    name: str
-    value: int
-    preemption_policy: str
-    description: str
-
-
-LEVELS: dict[str, PriorityLevel] = {
-    "critical": PriorityLevel("gpu-critical", 1_000_000, "PreemptLowerPriority",
-                              "GPU serving and jobs that must run now; may evict high, normal and low work"),
-    "high": PriorityLevel("gpu-high", 100_000, "PreemptLowerPriority",
-                          "Deadline GPU work; may evict normal and low work"),
-    "normal": PriorityLevel("gpu-normal", 10_000, "Never", "Regular GPU work; waits rather than evicting"),
-    "low": PriorityLevel("gpu-low", 1_000, "Never", "Opportunistic GPU work; first to be preempted"),
-}
-DEFAULT = PriorityLevel("gpu-default", 0, "Never",
-                        "Pods without a priority class: never evict anyone, below every GPU class")
-# System classes are for node and cluster agents; a team pod using them would outrank every GPU job.
-SYSTEM_CLASSES = ("system-cluster-critical", "system-node-critical")
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"  # names a Kueue WorkloadPriorityClass on a job
 CEILING_POLICY = "gpu-platform-priority-ceiling"
 
@@ -57,18 +33,6 @@ def levels_under(preemptible_below: int | None) -> list[PriorityLevel]:
     waiting = [lv for lv in reversed(LEVELS.values()) if lv.preemption_policy == "Never"]  # lowest first
     values = {lv.name: preemptible_below * (i + 1) // (len(waiting) + 1) for i, lv in enumerate(waiting)}
     return [replace(lv, value=values.get(lv.name, lv.value)) for lv in levels]
-
-
-def allowed_classes(priority: str) -> list[str]:
-    """GPU classes a team of this priority may use: its own and those below it."""
-    names = list(LEVELS)
-    return [LEVELS[p].name for p in names[names.index(priority):]]
-
-
-def forbidden_classes(priority: str) -> list[str]:
-    """Classes a team of this priority may not use: those above it, and the system classes."""
-    names = list(LEVELS)
-    return [*(LEVELS[p].name for p in names[:names.index(priority)]), *SYSTEM_CLASSES]
 
 
 # Where workload kinds keep their pods' priority class, as field paths under `object` ("[]" steps into every list

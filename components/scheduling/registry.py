@@ -15,10 +15,7 @@ and the reclaimer script (`observability/reclaimer/job.py`) runs from a ConfigMa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol
-
-if TYPE_CHECKING:
-    from components.context import Context
+from typing import Any, Callable, Protocol
 
 
 class SchedulerMonitoring(Protocol):
@@ -37,7 +34,9 @@ class SchedulerMonitoring(Protocol):
 class SchedulerParts:
     """The Pulumi side of a scheduler package, which its row loads only when a stack installs or watches it."""
 
-    install: Callable[[Context, dict[str, Any]], Any]  # `install(ctx, teams) -> release`
+    # `install(ctx, teams) -> release`; ctx is the component context (components.context.Context), which this
+    # Pulumi-free table sits below and so names only in words.
+    install: Callable[[Any, dict[str, Any]], Any]
     monitoring: SchedulerMonitoring
 
 
@@ -89,7 +88,7 @@ class SchedulerKind:
         """A team's queue as its jobs name it (the team's namespace has the team's name)."""
         return f"{team}/{self.local_queue}" if self.local_queue else team
 
-    def install(self, ctx: Context, teams: dict[str, Any]) -> Any:
+    def install(self, ctx: Any, teams: dict[str, Any]) -> Any:
         """Create the scheduler component; returns its Helm release for later layers to depend on."""
         return self.parts().install(ctx, teams)
 

@@ -50,7 +50,8 @@ def gates_pods(config: PlatformConfig) -> bool:
     """Whether the stack's scheduler holds the pods of team namespaces: it gates them until it admits them, or only
     the pods naming it reach its queues."""
     kind = scheduler_kind(config.scheduler.kind)
-    return (kind.admission_gate is not None and "pod" in kueue_integrations(config)) or kind.scheduler_name is not None
+    return (kind.admission_gate is not None and "pod" in kueue_integrations(config.scheduler.frameworks)) or \
+        kind.scheduler_name is not None
 
 
 def controller_namespaces(config: PlatformConfig) -> list[str]:
