@@ -326,7 +326,7 @@ def test_memlock_daemonset_targets_infiniband_nodes_and_is_valid_kubernetes(ib):
 def test_memlock_script_restarts_containerd_once_per_drop_in(tmp_path):
     import subprocess
 
-    from components.gpu.network_operator import HOST, MEMLOCK_DROP_IN, MEMLOCK_SCRIPT
+    from components.clouds.azure.fabric import HOST, MEMLOCK_DROP_IN, MEMLOCK_SCRIPT
     script = MEMLOCK_SCRIPT.replace("/host", str(tmp_path)).replace(HOST, "echo")
 
     def run() -> str:

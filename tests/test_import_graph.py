@@ -17,8 +17,9 @@ blocks. The layers, bottom to top; a module imports only from its own layer and 
    `gpu_platform.commands` (which raise the CLI's UsageError; the CLI imports each command on call).
 
 One way down is deliberate and structural, not a list of exceptions: a registered package's entry or row loads its
-own package's modules inside a function (a cloud's `cluster_class()`, a scheduler row's `parts`), so a stack imports
-only its own cloud's SDK (test_startup.py) and validation no Pulumi.
+own package's modules inside a function (a cloud's `cluster_class()`, a fabric record's `installer`, a scheduler row's
+`parts`), so a stack imports only its own cloud's SDK (test_startup.py) and validation no Pulumi. A cloud package's
+`fabric` module is an in-cluster component living with its cloud: the cluster modules import none of it.
 The cloud provider SDKs are imported only in their own cloud's package. `policies/` imports neither package
 (tests/test_policy_standalone.py).
 
@@ -31,7 +32,6 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("components", "gpu_platform")
@@ -54,6 +54,9 @@ MODULES = {_module_name(p): p for package in PACKAGES for p in sorted((ROOT / pa
 CLOUD_PACKAGES = sorted(m for m, p in MODULES.items()
                         if m.startswith("components.clouds.") and m.count(".") == 2 and p.name == "__init__.py")
 FACT_MODULES = ("components.pins", "components.namespaces", "components.catalog", "components.clouds.facts")
+# A cloud package's in-cluster fabric installer (`fabric.py`, loaded by its fabric records): an in-cluster component
+# that happens to live with its cloud, so the cluster modules may not import it and it may import in-cluster areas.
+CLOUD_FABRICS = tuple(f"{package}.fabric" for package in CLOUD_PACKAGES if f"{package}.fabric" in MODULES)
 
 
 def _type_checking(stmt: ast.If) -> bool:
@@ -129,9 +132,11 @@ def _violations(rule) -> list[str]:
 
 
 def _own_package_on_call(module: str, target: str, top: bool) -> bool:
-    """A cloud package's entry, or a scheduler package's row, loading its own package's modules inside a function."""
-    package = module.removesuffix(".facts") if module in SCHEDULER_FACTS else module
-    return (module in CLOUD_PACKAGES or module in SCHEDULER_FACTS) and not top and _under(target, package)
+    """A cloud package's entry or facts (a fabric record's installer), or a scheduler package's row, loading its own
+    package's modules inside a function."""
+    package = module.removesuffix(".facts")
+    registered = (*CLOUD_PACKAGES, *(f"{p}.facts" for p in CLOUD_PACKAGES), *SCHEDULER_FACTS)
+    return module in registered and not top and _under(target, package)
 
 
 def test_the_graph_is_read():
@@ -141,6 +146,7 @@ def test_the_graph_is_read():
     assert ("components.clouds.aws.cluster", False) in IMPORTS["components.clouds.aws"]  # a function-level import
     assert ("gpu_platform.commands.plan", False) in IMPORTS["gpu_platform.cli"]
     assert ("components.scheduling.kueue.facts", True) in IMPORTS["components.scheduling.kinds"]
+    assert ("components.clouds.azure.fabric", False) in IMPORTS["components.clouds.azure.facts"]  # its installer
 
 
 def test_module_level_imports_form_no_cycle():
@@ -169,8 +175,7 @@ def test_module_level_imports_form_no_cycle():
 def test_nothing_is_imported_from_a_higher_layer():
     upward = sorted({f"{m} -> {t}" for m, found in IMPORTS.items() for t, top in found
                      if _layer(m) is not None and _layer(t) is not None and _layer(t) > _layer(m)
-                     and not _own_package_on_call(m, t, top)
-                     and not _under(m, *SCHEDULER_FACTS)})  # strict xfail below until they import facts only
+                     and not _own_package_on_call(m, t, top)})
     assert upward == []
 
 
@@ -179,7 +184,9 @@ def test_facts_import_no_pulumi():
 
 
 def test_the_cluster_layer_imports_no_in_cluster_area():
-    assert _violations(lambda m, t: _under(m, "components.clouds") and _under(t, *IN_CLUSTER_AREAS)) == []
+    """The cloud packages' Pulumi modules; their facts are held to the layers (a fabric record loads its installer)."""
+    assert _violations(lambda m, t: _under(m, "components.clouds") and not _under(m, *CLOUD_FABRICS) and not _fact(m)
+                       and _under(t, *IN_CLUSTER_AREAS, *CLOUD_FABRICS)) == []
 
 
 def test_only_the_program_imports_layers():
@@ -197,17 +204,15 @@ def test_policy_and_simulator_are_independent():
                        or (_under(m, "gpu_platform.simulator") and _under(t, "gpu_platform.policy"))) == []
 
 
-# Left upward by the scheduler packages (issue 26): the registry types a row's installer with the component context
-# (components.context, `if TYPE_CHECKING:`), the job framework table reads the config model on call, and tenancy reads
-# scheduling and observability constants. Strict: once they import facts only these pass, and the marks must go.
-@pytest.mark.xfail(strict=True, reason="scheduling.registry -> components.context, framework_catalog -> config.model")
 def test_the_scheduler_tables_import_only_facts():
-    assert _violations(lambda m, t: _under(m, *SCHEDULER_FACTS) and _under(t, "components")
-                       and _layer(t) != 0) == []
+    """Beyond their own package's installer and monitoring, loaded on call."""
+    assert sorted({f"{m} -> {t}" for m, found in IMPORTS.items() for t, top in found
+                   if _under(m, *SCHEDULER_FACTS) and _under(t, "components") and _layer(t) != 0
+                   and not _own_package_on_call(m, t, top)}) == []
 
 
-@pytest.mark.xfail(strict=True, reason="tenancy still imports scheduling and observability (scheduler package)")
 def test_tenancy_imports_no_scheduling_or_observability():
+    """What tenancy needs of them (priority levels, quota shares, fabric NICs, the reclaim label) is config-level."""
     assert _violations(lambda m, t: _under(m, "components.tenancy")
                        and _under(t, "components.scheduling", "components.observability")
                        and not _under(t, *SCHEDULER_FACTS)) == []

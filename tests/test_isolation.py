@@ -12,7 +12,8 @@ import yaml
 from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from components.config import ConfigError, validate
 from components.scheduling.framework_catalog import BUILT_IN, FRAMEWORKS
-from components.scheduling.priorities import CEILING_POLICY, forbidden_classes, TEMPLATE_PRIORITY_PATHS, uses_forbidden, wrapped_rule
+from components.config.priority_levels import forbidden_classes
+from components.scheduling.priorities import CEILING_POLICY, TEMPLATE_PRIORITY_PATHS, uses_forbidden, wrapped_rule
 from components.tenancy.isolation import PRIVATE_V4, network_policies, team_pod_security
 from components.tenancy.network_guard import POLICY as NETWORK_POLICY_GUARD
 from components.tenancy.pool_admission import POLICY as POOL_POLICY, team_pools

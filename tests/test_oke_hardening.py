@@ -56,9 +56,13 @@ def test_gpu_nodes_get_a_200_gb_boot_volume_and_cloud_init_grows_into_it(prod):
         grow = lines.index("/usr/libexec/oci-growfs -y")
         init = next(i for i, line in enumerate(lines) if "oke_init_script" in line)
         assert lines[:2] == ["#!/bin/bash", "set -euo pipefail"] and 2 == grow < init, lines
-    # The system pool keeps OKE's own cloud-init (which grows the filesystem itself) and the default size.
+    # The system pool keeps the default size; its cloud-init runs OKE's own init script, registering the system
+    # pool's taint (OKE node pools have no taint field).
     system = one(prod, NODE_POOL, "ml-prod-oke-system")
-    assert "bootVolumeSizeInGbs" not in system.inputs["nodeSourceDetails"] and "nodeMetadata" not in system.inputs
+    assert "bootVolumeSizeInGbs" not in system.inputs["nodeSourceDetails"]
+    lines = base64.b64decode(system.inputs["nodeMetadata"]["user_data"]).decode().splitlines()
+    assert lines[-1] == ('bash /var/run/oke-init.sh --kubelet-extra-args '
+                         '"--register-with-taints=CriticalAddonsOnly=true:NoSchedule"'), lines
 
 
 # --- OKE's NVIDIA GPU plugin add-on ---------------------------------------------------------------------------------

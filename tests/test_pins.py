@@ -11,7 +11,7 @@ import yaml
 
 from components.autoscaling.values import IMAGE_TAGS
 from components.catalog import instance_types
-from components.gpu.network_operator import SRIOV_DEVICE_PLUGIN
+from components.clouds.azure.fabric import SRIOV_DEVICE_PLUGIN
 from components.pins import KUEUE_GO_MOD, NEWEST_STABLE, PINS, SAME_AS_CONTROLLER
 from conftest import upstream
 

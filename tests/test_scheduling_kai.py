@@ -14,7 +14,11 @@ from components.scheduling.kai.facts import DEPARTMENT
 from components.scheduling.kai.queues import team_gpus
 from components.system_pool import SYSTEM_TOLERATION
 from conftest import STACKS
+from components.tenancy.queue_gate import POLICY as QUEUE_GATE
 from gpu_platform.engine import plan_stack
+from gpu_platform.engine.markdown import render_markdown
+from gpu_platform.engine.mermaid import render_mermaid
+from gpu_platform.engine.platform_view import platform_view
 from test_scheduling_stacks import by_name, crd_errors, objects, ours, planned, stack_config, whole, with_scheduler
 
 QUEUE_CRD = "kai-scheduler/crds/scheduling.run.ai_queues.yaml"
@@ -119,3 +123,46 @@ def test_what_kai_cannot_do_is_refused_with_its_path(raw, change, path, message)
     with pytest.raises(ConfigError) as err:
         validate(raw)
     assert any(path in str(p) and message in str(p) for p in err.value.problems), err.value.problems
+
+
+# --- what holds a team's pods to its queue, preemptibility, and the platform view -----------------------------------
+
+def test_waiting_classes_are_preemptible_under_kai_and_unchanged_under_the_others():
+    """KAI keeps classes valued 100 or more within quota and never preempts them: normal and low (the classes that
+    wait rather than evict) drop below 100 so they may borrow and be reclaimed; the order of all five stays."""
+    values = {name: pc["value"] for name, pc in by_name(planned("aws-prod", "kai"), "PriorityClass").items()}
+    assert values["gpu-critical"] > values["gpu-high"] >= 100 > values["gpu-normal"] > values["gpu-low"] > \
+        values["gpu-default"] == 0
+    assert {pc["metadata"]["name"]: pc["value"] for pc in objects(planned("aws-prod", "kueue"), "PriorityClass")} == \
+        {"gpu-critical": 1_000_000, "gpu-high": 100_000, "gpu-normal": 10_000, "gpu-low": 1_000, "gpu-default": 0}
+
+
+def gate(plan) -> dict:
+    (policy,) = [p for p in objects(plan, "ValidatingAdmissionPolicy") if p["metadata"]["name"] == QUEUE_GATE]
+    return policy["spec"]
+
+
+def test_the_queue_gate_holds_every_gpu_pod_to_kai_and_the_teams_queue():
+    spec = gate(planned("gcp-dev", "kai"))
+    assert spec["failurePolicy"] == "Fail"
+    assert spec["matchConstraints"]["resourceRules"][0]["resources"] == ["*"]  # top owners of any kind
+    text = " ".join(v["expression"] for v in spec["validations"])
+    assert '"kai-scheduler"' in text and '"kai.scheduler/queue"' in text and "object.spec.queue" in text
+    assert not any("schedulingGates" in v["expression"] for v in spec["variables"])
+
+
+def test_a_kai_plan_shows_each_teams_queue_and_who_may_borrow():
+    plan = planned("aws-prod", "kai")
+    view = platform_view(plan)
+    assert view.scheduler == "kai" and not view.cohorts
+    qs = queues(plan)
+    for team in view.teams:
+        gpu = qs[team.name]["resources"]["gpu"]
+        assert team.queue == f"KAI Queue {team.name} (under {DEPARTMENT})"
+        (quota,) = team.quotas
+        assert (quota.resource, float(quota.nominal), quota.unit) == ("gpu", gpu["quota"], "GPUs")
+        assert float(quota.borrowing) == pytest.approx(gpu["limit"] - gpu["quota"])
+    borrowers = {b for b, _, _ in view.borrowing()}
+    assert borrowers == {t.name for t in view.teams if float(t.quotas[0].borrowing) > 0} and borrowers
+    markdown, picture = render_markdown(plan), render_mermaid(plan)
+    assert all(f"KAI Queue {t.name}" in markdown and f"KAI Queue {t.name}" in picture for t in view.teams)

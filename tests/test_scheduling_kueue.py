@@ -12,7 +12,7 @@ from components.catalog import lookup
 from components.config.labels import POOL_LABEL
 from components.config import validate
 from components.scheduling.kueue import component as kueue
-from components.scheduling.priorities import LEVELS
+from components.config.priority_levels import LEVELS
 from conftest import STACKS, upstream
 from gpu_platform.engine import plan_stack
 from test_scheduling_stacks import by_name, crd_errors, objects, ours, planned, stack_config, whole, with_scheduler

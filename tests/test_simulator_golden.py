@@ -1,5 +1,6 @@
-"""`simulate`'s whole JSON report on two small hand-made traces, pinned to files written by the simulator before
-its Kueue code was split into modules (kueue.py -> kueue/): a refactor must not change a single figure.
+"""`simulate`'s whole JSON report on two small hand-made traces, pinned: a refactor must not change a single figure.
+Last regenerated on purpose for the cycle-cost model (issue 27: cycle 0.4 -> 0.25 s, API writes rate-limited):
+times moved by under a second (the cycle grid), one series sample swapped GPUs between two teams.
 
 The expected files are regenerated only on purpose, when a change of behaviour is meant:
 `gpu-platform simulate <stack> --trace tests/simulator_golden/<stack>.csv --format json`.

@@ -9,9 +9,8 @@ import pytest
 
 from components.config import validate
 from components.config.model import PRIORITIES
-from components.scheduling.priorities import (
-    CEILING_POLICY, DEFAULT, LEVELS, SYSTEM_CLASSES, WORKLOAD_PRIORITY_LABEL, allowed_classes, forbidden_classes,
-)
+from components.config.priority_levels import DEFAULT, LEVELS, SYSTEM_CLASSES, allowed_classes, forbidden_classes
+from components.scheduling.priorities import CEILING_POLICY, WORKLOAD_PRIORITY_LABEL
 from components.tenancy.team import quota_hard
 from conftest import STACKS
 from test_scheduling_stacks import by_name, ours, planned, stack_config, whole

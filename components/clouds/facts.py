@@ -82,6 +82,10 @@ class NetworkTopology:
         return self.levels
 
 
+# Creates a fabric's in-cluster parts: (name, config, fabric, values, opts) -> its Pulumi resource.
+FabricInstaller = Callable[[str, Any, "Fabric", dict[str, Any], Any], Any]
+
+
 @dataclass(frozen=True)
 class Fabric:
     """A fast inter-node fabric a cloud offers GPU pools (gpuPools[].fabric), and what makes it usable in Kubernetes."""
@@ -93,9 +97,10 @@ class Fabric:
     version: str
     namespace: str
     env: tuple[tuple[str, str], ...] = ()  # what NCCL/libfabric need in pods using it
-    # How the chart is installed: "device-plugin" (a plain device plugin chart, values nodeSelector/tolerations) or
-    # "network-operator" (NVIDIA Network Operator plus the NicClusterPolicy that runs the NIC driver and plugin).
-    installer: str = "device-plugin"
+    # The fabric's own in-cluster installer, a function of its cloud package that imports it on call (facts stay
+    # free of Pulumi): `install(name, config, fabric, values, opts)`, values being the nodeSelector and tolerations
+    # of the fabric's pools. None: `chart` is a plain device plugin chart taking those values.
+    installer: "Callable[[], FabricInstaller] | None" = None
     # GPUDirect RDMA on this fabric needs nvidia-peermem, which only the GPU Operator's driver loads (driver.rdma);
     # pools whose driver the cloud installs get the fabric without it (warned about).
     peer_memory_by_operator: bool = False

@@ -145,3 +145,12 @@ def nic_counts(config: PlatformConfig) -> dict[str, int]:
     fabrics = profile(config.cloud).fabrics
     return dict(sorted({p.fabric: p.instance.fabric_interfaces for p in config.gpu_pools
                         if p.fabric in fabrics and fabrics[p.fabric].gpudirect}.items()))
+
+
+def fabric_resources(config: PlatformConfig) -> list[str]:
+    """The fabric NICs pools advertise (vpc.amazonaws.com/efa, rdma/ib): quota is counted in GPUs, and a Workload
+    asking for a resource no ClusterQueue covers is never admitted, so Kueue leaves them to the kubelet."""
+    fabrics = profile(config.cloud).fabrics
+    # GKE GPUDirect's NICs are no resource (multi-networking); an empty name would be a prefix of every resource.
+    return sorted({fabrics[p.fabric].resource for p in config.gpu_pools
+                   if p.fabric in fabrics and fabrics[p.fabric].resource})

@@ -9,6 +9,10 @@ LABEL_PREFIX = "gpu-platform.io"
 POOL_LABEL = f"{LABEL_PREFIX}/pool"
 SPOT_TAINT_KEY = f"{LABEL_PREFIX}/spot"
 FABRIC_LABEL = f"{LABEL_PREFIX}/fabric"  # on pools with a fast fabric only: its device plugin selects them by it
+# Marks the namespaces of teams opted in to the reclaimer, for people and dashboards; the reclaimer itself trusts
+# its RECLAIM_NAMESPACES and its RBAC.
+RECLAIM_LABEL = f"{LABEL_PREFIX}/reclaim"
+RECLAIM_ENABLED = "enabled"
 
 
 def pool_labels(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:

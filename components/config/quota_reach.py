@@ -29,7 +29,7 @@ def quota_unit(pool: GpuPool, strategy: str | None) -> str:
 
 def _volcano_capability(team: Team, pools: list[GpuPool], strategy: str | None, cohort: bool) -> dict[str, int]:
     """The team's Volcano capability per resource name: nominal plus borrowing on each of its pools, capped at the
-    pool, summed (components/scheduling/shares.py sizes the Queue the same way)."""
+    pool, summed (components/config/shares.py sizes the Queue the same way)."""
     borrowing = (team.borrowing_limit or 0) if cohort else 0
     total: dict[str, int] = {}
     for pool in pools:

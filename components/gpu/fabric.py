@@ -1,6 +1,7 @@
-"""What makes each fast fabric the GPU pools use reachable from pods: a device plugin (EFA on EKS), the NVIDIA
-Network Operator (InfiniBand on AKS), the RDMA shared device plugin (RDMA on OKE), or, for GKE GPUDirect, which has
-no device plugin, its NIC networks, NCCL plugin installer and NRI injector (gpu/gpudirect)."""
+"""What makes each fast fabric the GPU pools use reachable from pods: a plain device plugin chart, or the installer
+the fabric's record names from its cloud package (the NVIDIA Network Operator for InfiniBand on AKS, the RDMA shared
+device plugin on OKE); for GKE GPUDirect, which has no device plugin, its NIC networks, NCCL plugin installer and NRI
+injector (gpu/gpudirect)."""
 from __future__ import annotations
 
 from typing import Any
@@ -13,8 +14,6 @@ from components.clouds import profile
 from components.clouds.facts import Fabric
 from components.config.fabric import nic_counts
 from components.config.model import PlatformConfig
-from components.gpu.network_operator import NetworkOperator
-from components.gpu.fabric_daemonset import daemonset_plugin
 from components.gpu.gpudirect import GpuDirectFabrics
 
 
@@ -36,8 +35,8 @@ def plugin_values(config: PlatformConfig, fabric: Fabric) -> dict[str, Any]:
 
 
 class FabricDevicePlugins(pulumi.ComponentResource):
-    """Per fabric in use: its device plugin chart, the Network Operator, a plugin DaemonSet, or GpuDirectFabrics for
-    GKE GPUDirect; nothing when no pool has a fabric."""
+    """Per fabric in use: its device plugin chart or its record's installer, or GpuDirectFabrics for GKE GPUDirect;
+    nothing when no pool has a fabric."""
 
     TYPE = "gpu-platform:gpu:FabricDevicePlugins"
 
@@ -45,8 +44,6 @@ class FabricDevicePlugins(pulumi.ComponentResource):
         prof = profile(config.cloud)
         used = sorted({p.fabric for p in config.gpu_pools if p.fabric in prof.fabrics})
         super().__init__(self.TYPE, name, {"fabrics": used}, opts)
-        self.releases: dict[str, helm.Release] = {}
-        self.daemonsets: dict[str, Any] = {}
         if nic_counts(config):
             # GKE GPUDirect has no device plugin: NICs reach pods through multi-networking (gpu/gpudirect).
             GpuDirectFabrics(f"{name}-gpudirect", config, opts=pulumi.ResourceOptions(parent=self))
@@ -55,13 +52,10 @@ class FabricDevicePlugins(pulumi.ComponentResource):
             child = pulumi.ResourceOptions(parent=self)
             if fabric.gpudirect:
                 continue
-            if fabric.installer == "network-operator":
-                self.releases[kind] = NetworkOperator(f"{name}-{kind}", config, fabric, tolerations(config, kind),
-                                                      opts=child).release
-            elif not fabric.chart:  # a plugin without a chart (OKE RDMA): its DaemonSet directly
-                self.daemonsets[kind] = daemonset_plugin(f"{name}-{kind}", fabric, plugin_values(config, fabric), child)
+            if fabric.installer:
+                fabric.installer()(f"{name}-{kind}", config, fabric, plugin_values(config, fabric), child)
             else:
-                self.releases[kind] = helm.Release(f"{name}-{kind}", helm.ReleaseArgs(
+                helm.Release(f"{name}-{kind}", helm.ReleaseArgs(
                     name=fabric.chart, chart=fabric.chart, version=fabric.version,
                     repository_opts=helm.RepositoryOptsArgs(repo=fabric.repository), namespace=fabric.namespace,
                     values=plugin_values(config, fabric),

@@ -9,13 +9,9 @@ Operator pods tolerate only the system pool's taint: every GPU pool is tainted, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Iterable
 
 from components.pins import PINS
-from components.system_pool import tolerating
-
-if TYPE_CHECKING:  # the config reads this catalog to validate scheduler.frameworks; only annotations name it
-    from components.config.model import PlatformConfig
 
 
 @dataclass(frozen=True)
@@ -31,6 +27,8 @@ class Framework:
     repository: str = ""  # classic Helm repository; empty for OCI charts
     values: dict[str, Any] = field(default_factory=dict)
     needs: tuple[str, ...] = ()  # frameworks it runs on, which must be installed too
+    # Where its chart's values take the operator pod's tolerations (dotted): the release sets the system pool's there.
+    tolerations_at: str = "tolerations"
 
     @property
     def release_name(self) -> str:
@@ -40,28 +38,28 @@ class Framework:
 FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
     # JobSet: the multi-job gang (leader + workers) most training frameworks and GKE's TAS examples build on.
     Framework("jobset", "oci://registry.k8s.io/jobset/charts/jobset", PINS["jobset"].version, "jobset-system",
-              ("jobset.x-k8s.io/jobset",), values={"controller": {"tolerations": tolerating()}}),
+              ("jobset.x-k8s.io/jobset",), tolerations_at="controller.tolerations"),
     # Kubeflow Trainer v2 (TrainJob). Kueue >= 0.17 patches TrainJobs through spec.runtimePatches, which Trainer 2.2
     # introduced (kueue#11931); 2.3 changed that API again and reached Kueue after 0.19 (kueue#14504). Its TrainJobs
     # run as JobSets, so our JobSet release serves it instead of the chart's bundled copy.
     Framework("trainer", "oci://ghcr.io/kubeflow/charts/kubeflow-trainer", PINS["kubeflow-trainer"].version,
               "kubeflow-system", ("trainer.kubeflow.org/trainjob",), release="kubeflow-trainer",
-              values={"jobset": {"install": False}, "runtimes": {"torchDistributed": {"enabled": True}},
-                      "manager": {"tolerations": tolerating()}},
-              needs=("jobset",)),
+              values={"jobset": {"install": False}, "runtimes": {"torchDistributed": {"enabled": True}}},
+              needs=("jobset",), tolerations_at="manager.tolerations"),
     # LeaderWorkerSet: multi-node inference and training groups (one leader, N workers per replica).
     Framework("leaderworkerset", "oci://registry.k8s.io/lws/charts/lws", PINS["lws"].version, "lws-system",
-              ("leaderworkerset.x-k8s.io/leaderworkerset",), release="lws", values={"tolerations": tolerating()}),
+              ("leaderworkerset.x-k8s.io/leaderworkerset",), release="lws"),
     # KubeRay: Ray clusters and jobs; Kueue manages RayJob, RayCluster and RayService.
     Framework("kuberay", "kuberay-operator", PINS["kuberay-operator"].version, "kuberay-system",
               ("ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice"), release="kuberay-operator",
-              repository="https://ray-project.github.io/kuberay-helm/", values={"tolerations": tolerating()}),
+              repository="https://ray-project.github.io/kuberay-helm/"),
 )}
 
 # Kueue integrations that need no operator: core workloads.
 BUILT_IN = ("batch/job", "pod", "deployment", "statefulset")
 
 
-def kueue_integrations(config: PlatformConfig) -> list[str]:
-    """Kueue's `integrations.frameworks`: the built-in workloads plus what the installed frameworks serve."""
-    return [*BUILT_IN, *(i for name in config.scheduler.frameworks for i in FRAMEWORKS[name].integrations)]
+def kueue_integrations(frameworks: Iterable[str]) -> list[str]:
+    """Kueue's `integrations.frameworks`: the built-in workloads plus what the installed frameworks (the stack's
+    `scheduler.frameworks`) serve."""
+    return [*BUILT_IN, *(i for name in frameworks for i in FRAMEWORKS[name].integrations)]

@@ -32,7 +32,7 @@ def install(ctx: Context) -> None:
     }
     for name, team in teams.items():
         ctx.handles[f"namespace/{name}"] = team.namespace  # where later layers bind roles in a team's namespace
-    Priorities("priorities", TEAM_LABEL, PRIORITY_LABEL, opts=ctx.k8s_opts())
+    Priorities("priorities", TEAM_LABEL, PRIORITY_LABEL, kind.preemptible_below, opts=ctx.k8s_opts())
     GpuPoolAdmission("gpu-pools", config, TEAM_LABEL, opts=ctx.k8s_opts())
     TeamNetworkGuard("team-network", config, TEAM_LABEL, opts=ctx.k8s_opts())
     if gates_pods(config):

@@ -1,57 +1,38 @@
 """Priority classes for GPU workloads, and what a team's `priority` means for its pods and its queue.
 
-Values are ordered critical > high > normal > low > default (0). Only critical and high may evict running pods
-(`PreemptLowerPriority`): a preempted GPU job loses everything since its last checkpoint, so normal and low work
-waits for capacity instead (`Never`), and so does anything without a class (the non-preempting global default).
+The levels themselves (names, values, who may evict) are plain data in components/config/priority_levels.py.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import json
+from dataclasses import replace
 
 import pulumi
 import pulumi_kubernetes.admissionregistration.v1 as admission
 import pulumi_kubernetes.meta.v1 as meta
 import pulumi_kubernetes.scheduling.v1 as scheduling
 
+from components.config.priority_levels import DEFAULT, LEVELS, PriorityLevel, forbidden_classes
 
-@dataclass(frozen=True)
-class PriorityLevel:
-    """One GPU priority class, shared by the PriorityClass and the Kueue WorkloadPriorityClass of that name."""
-
-    name: str
-    value: int
-    preemption_policy: str
-    description: str
-
-
-LEVELS: dict[str, PriorityLevel] = {
-    "critical": PriorityLevel("gpu-critical", 1_000_000, "PreemptLowerPriority",
-                              "GPU serving and jobs that must run now; may evict high, normal and low work"),
-    "high": PriorityLevel("gpu-high", 100_000, "PreemptLowerPriority",
-                          "Deadline GPU work; may evict normal and low work"),
-    "normal": PriorityLevel("gpu-normal", 10_000, "Never", "Regular GPU work; waits rather than evicting"),
-    "low": PriorityLevel("gpu-low", 1_000, "Never", "Opportunistic GPU work; first to be preempted"),
-}
-DEFAULT = PriorityLevel("gpu-default", 0, "Never",
-                        "Pods without a priority class: never evict anyone, below every GPU class")
-# System classes are for node and cluster agents; a team pod using them would outrank every GPU job.
-SYSTEM_CLASSES = ("system-cluster-critical", "system-node-critical")
 WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"  # names a Kueue WorkloadPriorityClass on a job
 CEILING_POLICY = "gpu-platform-priority-ceiling"
 
 
-def allowed_classes(priority: str) -> list[str]:
-    """GPU classes a team of this priority may use: its own and those below it."""
-    names = list(LEVELS)
-    return [LEVELS[p].name for p in names[names.index(priority):]]
+def levels_under(preemptible_below: int | None) -> list[PriorityLevel]:
+    """The GPU classes and the default as a scheduler that reads preemptibility from class values needs them.
 
-
-def forbidden_classes(priority: str) -> list[str]:
-    """Classes a team of this priority may not use: those above it, and the system classes."""
-    names = list(LEVELS)
-    return [*(LEVELS[p].name for p in names[:names.index(priority)]), *SYSTEM_CLASSES]
+    KAI keeps a workload of a class valued at or above its threshold within its queue's quota and never preempts it,
+    so with the usual values nothing would borrow idle GPUs. The classes that wait rather than evict (normal, low)
+    are the work that may run on borrowed GPUs and give them back: they are renumbered below the threshold, in the
+    same order and above the default. Critical and high stay above it: guaranteed, in-quota work. Schedulers without
+    a threshold keep the values above.
+    """
+    levels = [*LEVELS.values(), DEFAULT]
+    if preemptible_below is None:
+        return levels
+    waiting = [lv for lv in reversed(LEVELS.values()) if lv.preemption_policy == "Never"]  # lowest first
+    values = {lv.name: preemptible_below * (i + 1) // (len(waiting) + 1) for i, lv in enumerate(waiting)}
+    return [replace(lv, value=values.get(lv.name, lv.value)) for lv in levels]
 
 
 # Where workload kinds keep their pods' priority class, as field paths under `object` ("[]" steps into every list
@@ -165,8 +146,9 @@ class Priorities(pulumi.ComponentResource):
 
     TYPE = "gpu-platform:scheduling:Priorities"
 
-    def __init__(self, name: str, team_label: str, priority_label: str, opts: pulumi.ResourceOptions | None = None):
-        levels = [*LEVELS.values(), DEFAULT]
+    def __init__(self, name: str, team_label: str, priority_label: str, preemptible_below: int | None = None,
+                 opts: pulumi.ResourceOptions | None = None):
+        levels = levels_under(preemptible_below)
         super().__init__(self.TYPE, name, {"classes": {lv.name: lv.value for lv in levels}}, opts)
         self.classes = {
             lv.name: scheduling.PriorityClass(
@@ -174,7 +156,7 @@ class Priorities(pulumi.ComponentResource):
                 metadata=meta.ObjectMetaArgs(name=lv.name),
                 value=lv.value,
                 preemption_policy=lv.preemption_policy,
-                global_default=lv is DEFAULT,
+                global_default=lv.name == DEFAULT.name,
                 description=lv.description,
                 opts=pulumi.ResourceOptions(parent=self),
             )

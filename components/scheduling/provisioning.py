@@ -6,7 +6,7 @@ from typing import Any
 
 from components.config.capacity import GPU_RESOURCE
 from components.config.model import PlatformConfig, Team
-from components.scheduling.shares import team_shares
+from components.config.shares import team_shares
 
 ADMISSION_CHECK = "queued-provisioning"
 PROVISIONING_CONFIG = "queued-provisioning"

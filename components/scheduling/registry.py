@@ -15,10 +15,7 @@ and the reclaimer script (`observability/reclaimer/job.py`) runs from a ConfigMa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol
-
-if TYPE_CHECKING:
-    from components.context import Context
+from typing import Any, Callable, Protocol
 
 
 class SchedulerMonitoring(Protocol):
@@ -37,7 +34,9 @@ class SchedulerMonitoring(Protocol):
 class SchedulerParts:
     """The Pulumi side of a scheduler package, which its row loads only when a stack installs or watches it."""
 
-    install: Callable[[Context, dict[str, Any]], Any]  # `install(ctx, teams) -> release`
+    # `install(ctx, teams) -> release`; ctx is the component context (components.context.Context), which this
+    # Pulumi-free table sits below and so names only in words.
+    install: Callable[[Any, dict[str, Any]], Any]
     monitoring: SchedulerMonitoring
 
 
@@ -72,6 +71,15 @@ class SchedulerKind:
     # pod names its queue with.
     admission_gate: str | None = None
     queue_label: str | None = None
+    # The `spec.schedulerName` a pod sets to be placed by it (None: it holds pods at admission and the default
+    # scheduler places them once it lets them go), and where its gang objects name their queue in their own spec,
+    # as (api group, resource, spec field): a pod's queue label is not the only way into a queue there.
+    scheduler_name: str | None = None
+    group_queue_field: tuple[str, str, str] | None = None
+    # PriorityClass values at or above which it refuses to preempt a workload and so keeps it within its queue's
+    # quota (None: it reads no preemptibility from the value); components/scheduling/priorities.py renumbers the
+    # waiting classes below it.
+    preemptible_below: int | None = None
     # What the simulator would need to model before its numbers meant anything for this scheduler; None: modelled
     # (gpu_platform/simulator has its model).
     not_simulated: str | None = None
@@ -80,7 +88,7 @@ class SchedulerKind:
         """A team's queue as its jobs name it (the team's namespace has the team's name)."""
         return f"{team}/{self.local_queue}" if self.local_queue else team
 
-    def install(self, ctx: Context, teams: dict[str, Any]) -> Any:
+    def install(self, ctx: Any, teams: dict[str, Any]) -> Any:
         """Create the scheduler component; returns its Helm release for later layers to depend on."""
         return self.parts().install(ctx, teams)
 

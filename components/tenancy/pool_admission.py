@@ -30,10 +30,10 @@ from typing import Any
 
 import pulumi
 
+from components.config.fabric import fabric_resources
 from components.config.labels import POOL_LABEL
 from components.config.model import FABRIC_SIDECAR, GPU_TAINT, PlatformConfig
 from components.config.operands import volume_mount_devices
-from components.scheduling.kueue.component import fabric_resources
 from components.tenancy.deny_policy import deny_policy
 from components.tenancy.device_env import env_validation, env_variables
 from components.tenancy.node_reach import reach_variables

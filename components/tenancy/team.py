@@ -17,11 +17,10 @@ import pulumi_kubernetes.rbac.v1 as rbac
 
 from components.args import fill_defaults
 from components.args_checks import check_args
-from components.config.labels import LABEL_PREFIX
+from components.config.labels import LABEL_PREFIX, RECLAIM_ENABLED, RECLAIM_LABEL
 from components.config.model import PlatformConfig, Prometheus, Team as TeamConfig
-from components.observability.reclaimer.job import RECLAIM_ENABLED, RECLAIM_LABEL
-from components.scheduling.priorities import forbidden_classes
-from components.scheduling.shares import team_ceiling
+from components.config.priority_levels import forbidden_classes
+from components.config.shares import team_ceiling
 from components.tenancy.compute_quota import compute_hard
 from components.tenancy.isolation import AUDITED, ENFORCED, PSA, isolating_policies, network_policies, team_pod_security
 

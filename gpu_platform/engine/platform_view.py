@@ -14,6 +14,8 @@ from policies.pool_reach import quota_unit
 
 POOL_LABEL = "gpu-platform.io/pool"
 GPU = "nvidia.com/gpu"
+VOLCANO_API, KAI_API = "scheduling.volcano.sh", "scheduling.run.ai"  # API groups of the schedulers' Queue kinds
+UNLIMITED = -1  # a KAI queue limit without a cap
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,7 @@ class Pool:
 
 @dataclass(frozen=True)
 class Quota:
-    """What one team's queue holds on one pool (Kueue), or on the pools it may use together (Volcano)."""
+    """What one team's queue holds on one pool (Kueue), or on the pools it may use together (Volcano, KAI)."""
 
     pools: tuple[str, ...]
     resource: str
@@ -41,14 +43,14 @@ class Quota:
 class Team:
     name: str
     priority: str
-    queue: str  # "ClusterQueue research", "Volcano Queue alpha", or "" without a scheduler
+    queue: str  # "ClusterQueue research", "Volcano Queue alpha", "KAI Queue alpha (under gpu-platform)", or ""
     cohort: str  # the Kueue cohort its ClusterQueue shares quota in, or ""
     quotas: tuple[Quota, ...]
 
 
 @dataclass(frozen=True)
 class PlatformView:
-    scheduler: str  # kueue | volcano | ""
+    scheduler: str  # kueue | volcano | kai | ""
     cohorts: bool  # borrowing stays inside a team's cohort (Kueue); otherwise any queue on the pool lends
     pools: tuple[Pool, ...]
     teams: tuple[Team, ...]
@@ -111,14 +113,23 @@ def _kueue_team(plan: Plan, team: str) -> tuple[str, str, tuple[Quota, ...]]:
     return f"ClusterQueue {name}", spec.get("cohortName") or "", tuple(quotas)
 
 
+def _team_pools(plan: Plan, team: str) -> tuple[str, ...]:
+    """The pools a team's GPU pods may use (the pool admission policy's table), for a queue counting them together."""
+    tables = [r.inputs.get("teamPools") or {} for r in plan.of_type("gpu-platform:tenancy:GpuPoolAdmission")]
+    return tuple(sorted({p for table in tables for p in table.get(team) or ()})) if tables else \
+        tuple(p.name for p in _pools(plan))
+
+
+def _queue(plan: Plan, team: str, api_group: str) -> dict[str, Any] | None:
+    return next((q for q in _objects(plan, "Queue") if (q.get("metadata") or {}).get("name") == team
+                 and q.get("apiVersion", "").startswith(f"{api_group}/")), None)
+
+
 def _volcano_team(plan: Plan, team: str) -> tuple[str, str, tuple[Quota, ...]]:
-    queue = next((q for q in _objects(plan, "Queue") if (q.get("metadata") or {}).get("name") == team
-                  and q.get("apiVersion", "").startswith("scheduling.volcano.sh/")), None)
+    queue = _queue(plan, team, VOLCANO_API)
     if queue is None:
         return "", "", ()
-    tables = [r.inputs.get("teamPools") or {} for r in plan.of_type("gpu-platform:tenancy:GpuPoolAdmission")]
-    pools = tuple(sorted({p for table in tables for p in table.get(team) or ()})) if tables else \
-        tuple(p.name for p in _pools(plan))
+    pools = _team_pools(plan, team)
     spec = queue.get("spec") or {}
     deserved, capability = spec.get("deserved") or {}, spec.get("capability") or {}
     quotas = []
@@ -131,13 +142,34 @@ def _volcano_team(plan: Plan, team: str) -> tuple[str, str, tuple[Quota, ...]]:
     return f"Volcano Queue {team}", "", tuple(quotas)
 
 
+def _kai_team(plan: Plan, team: str) -> tuple[str, str, tuple[Quota, ...]]:
+    """A team's leaf Queue under the department: one GPU figure for all its pools, in whole-GPU equivalents (a MIG
+    slice or a shared replica counts as its part of a GPU); its limit is how far over quota it may grow."""
+    queue = _queue(plan, team, KAI_API)
+    if queue is None or not (queue.get("spec") or {}).get("parentQueue"):
+        return "", "", ()
+    gpu = ((queue["spec"].get("resources") or {}).get("gpu")) or {}
+    nominal, limit = gpu.get("quota", 0), gpu.get("limit", UNLIMITED)
+    borrowing = "unlimited" if limit == UNLIMITED else number(max(limit - max(nominal, 0), 0))
+    quota = Quota(_team_pools(plan, team), "gpu", number(nominal), borrowing, quota_unit("none", {}))
+    return f"KAI Queue {team} (under {queue['spec']['parentQueue']})", "", (quota,)
+
+
 # scheduler -> (its team queue reader, whether its borrowing stays inside a cohort)
-_READERS = {"kueue": (_kueue_team, True), "volcano": (_volcano_team, False)}
+_READERS = {"kueue": (_kueue_team, True), "volcano": (_volcano_team, False), "kai": (_kai_team, False)}
+# The API group of each scheduler's queue objects: Volcano and KAI both call theirs `Queue`.
+_QUEUE_GROUPS = {VOLCANO_API: "volcano", KAI_API: "kai"}
+
+
+def _scheduler(plan: Plan) -> str:
+    if any(r.type.rsplit(":", 1)[-1] == "ClusterQueue" for r in plan.resources if r.custom):
+        return "kueue"
+    groups = {q.get("apiVersion", "").split("/")[0] for q in _objects(plan, "Queue")}
+    return next((name for group, name in _QUEUE_GROUPS.items() if group in groups), "")
 
 
 def platform_view(plan: Plan) -> PlatformView:
-    kinds = {r.type.rsplit(":", 1)[-1] for r in plan.resources if r.custom}
-    scheduler = "kueue" if "ClusterQueue" in kinds else "volcano" if "Queue" in kinds else ""
+    scheduler = _scheduler(plan)
     read, cohorts = _READERS.get(scheduler, (None, False))
     teams = []
     for team in plan.of_type(TEAM_TYPE):

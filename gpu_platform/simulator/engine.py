@@ -40,11 +40,17 @@ class Timing:
     may still be preempted. It matters for second-long jobs only. `evict_latency_s` is how long an evicted job
     keeps its pods and quota (the pods' termination grace period, 30 s by default in Kubernetes) before it is
     requeued. The first two are calibrated on Kueue's performance test (docs/simulator.md).
+
+    `api_qps` and `api_burst` are the scheduler's API client rate limit (client-go's token bucket; 0: unlimited):
+    with Kueue every admission and every status patch of a head it did not admit is a write through it, and a
+    cycle ends only when its writes went through, so with hundreds of queues the writes set the admission rate.
     """
 
     cycle_s: float = 1.0
     finish_latency_s: float = 0.0
     evict_latency_s: float = 30.0
+    api_qps: float = 0.0
+    api_burst: int = 0
 
 
 class Job:
@@ -230,6 +236,8 @@ class Simulation:
                  check: bool = False):
         if timing.cycle_s <= 0:
             raise SimulationError("the cycle length must be > 0 seconds")
+        if timing.api_qps < 0 or timing.api_burst < 0:
+            raise SimulationError("the API rate limit (qps, burst) must be >= 0")
         self.model, self.jobs, self.timing, self.horizon, self.check = model, jobs, timing, horizon, check
         self.teams = list(model.teams)
         binpack = model.placement == "binpack"
@@ -339,7 +347,7 @@ class Simulation:
                 self.changes += 1
             if self.cycle_at is None and scheduler.wants_cycle():
                 c = self.timing.cycle_s
-                self.cycle_at = max(math.ceil(t / c - 1e-9) * c, self.last_cycle + c)
+                self.cycle_at = max(math.ceil(t / c - 1e-9) * c, self.last_cycle + c, scheduler.busy_until())
                 self.push(self.cycle_at, CYCLE)
             if self.check:
                 self._check()
@@ -384,7 +392,7 @@ class Simulation:
         self._demand(job, +1)
 
     def admit(self, job: Job, flavor: str, group: NodeGroup | None, t: float, place_now: bool = False,
-              nodes: list[int] | None = None) -> None:
+              nodes: list[int] | None = None, landed: float | None = None) -> None:
         """Reserve quota and create the pods; called by the scheduler.
 
         `group` is where the pods go (None: a flavor without nodes, so the job starts at once). Pods are bound
@@ -392,6 +400,9 @@ class Simulation:
         created together and interleave (A0, B0, A1, B1), or at once with `place_now` (a scheduler that binds
         itself, after checking `fits_all` for a gang). `nodes` (one per pod) is a topology assignment made at
         admission (Kueue TAS): the pods carry those nodes in their selectors, so they bind there at once.
+        `landed` is when the admission reaches the API server (the scheduler's rate-limited client), if later than
+        `t`: a job without nodes is seen admitted and starts then; on nodes its pods are still created at `t`, as
+        the lag is at most one cycle's writes.
         """
         self._demand(job, -1)
         self.changes += 1
@@ -401,7 +412,9 @@ class Simulation:
         job.group = group
         self._usage(job, +1, t)
         if group is None:
-            self._start(job, t)
+            if landed is not None:
+                job.admit_t = max(t, landed)
+            self._start(job, job.admit_t)
             return
         pods = pods_for(job.units, group.cap)
         job.waiting = len(pods)

@@ -50,6 +50,9 @@ class Scheduler(Protocol):
     def cycle(self, t: float) -> None:
         """One scheduling cycle: admit and preempt through the engine."""
 
+    def busy_until(self) -> float:
+        """The earliest time the next cycle can start (the last cycle's API writes still going through)."""
+
     def check(self) -> None:
         """Raise AssertionError when a quota invariant is broken (the engine's `check=True`)."""
 

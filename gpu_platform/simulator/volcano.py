@@ -87,6 +87,9 @@ class VolcanoScheduler:
         q.allocated[job.resource] -= job.units
         self.dirty = True
 
+    def busy_until(self) -> float:
+        return -math.inf  # sessions run every schedulePeriod; the binds' API cost is not modelled
+
     # ---- the session ------------------------------------------------------------------------------------------
     def cycle(self, t: float) -> None:
         self.dirty = False

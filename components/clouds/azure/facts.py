@@ -63,15 +63,20 @@ _REGIONS = (
 # InfiniBand on AKS ND pools (Azure/aks-rdma-infiniband, "Network Operator" and "GPU Drivers" guides): the NVIDIA
 # Network Operator's NicClusterPolicy runs the DOCA/OFED driver container and the SR-IOV device plugin, which
 # advertises each InfiniBand NIC as rdma/ib (one per GPU on ND sizes). The policy's device plugin runs the chart's
-# own release (components/gpu/network_operator.py).
+# own release (fabric.py, which the record's installer loads).
 # NCCL_NET=IB selects NCCL's own InfiniBand transport (not a plugin the image may carry) and fails instead of falling
 # back to TCP; NCCL_NET_GDR_LEVEL=SYS is Azure's nccl-tests setting, which lets NCCL use GPUDirect RDMA for every
 # GPU-NIC pair of the VM's topology.
+def _network_operator():
+    from components.clouds.azure.fabric import install  # Pulumi: only a stack installing the fabric loads it
+    return install
+
+
 _INFINIBAND = Fabric(name="infiniband", resource="rdma/ib", chart="network-operator",
                      repository="https://helm.ngc.nvidia.com/nvidia", version=PINS["network-operator"].version,
                      namespace="network-operator",
                      env=(("NCCL_NET", "IB"), ("NCCL_NET_GDR_LEVEL", "SYS"), ("NCCL_DEBUG", "INFO")),
-                     installer="network-operator", peer_memory_by_operator=True)
+                     installer=_network_operator, peer_memory_by_operator=True)
 
 
 PROFILE = CloudProfile(

@@ -55,6 +55,11 @@ _REGIONS = (
 # Oracle's nccl-tests image (plain NCCL, Open MPI, sshd) and its all_reduce_perf path.
 _OCI_NCCL_TESTS = ("iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
                    "/workspace/nccl-tests/build/all_reduce_perf")
+def _rdma_plugin():
+    from components.clouds.oci.fabric import install  # Pulumi: only a stack installing the fabric loads it
+    return install
+
+
 _OCI_RDMA = Fabric(
     name="rdma", resource="rdma/oci_rdma", chart="", repository="", version="", namespace="kube-system",
     env=(("NCCL_NET", "IB"), ("NCCL_IB_GID_INDEX", "3"), ("NCCL_IB_TC", "41"), ("NCCL_IB_SL", "0"),
@@ -65,7 +70,7 @@ _OCI_RDMA = Fabric(
                    '"selectors": {"vendors": ["15b3"]}}]}'),
     pod_units=1, labels_via_kubelet=True,
     fixed_size=True, required_extras=("tenancyId", "rdmaImageId"), unsupported_capacity=("spot",),
-    nccl_test_image=_OCI_NCCL_TESTS[0], nccl_test_binary=_OCI_NCCL_TESTS[1])
+    nccl_test_image=_OCI_NCCL_TESTS[0], nccl_test_binary=_OCI_NCCL_TESTS[1], installer=_rdma_plugin)
 
 
 PROFILE = CloudProfile(

@@ -33,9 +33,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping, TextIO
 
-# Marks opted-in namespaces for people and dashboards; the script itself trusts RECLAIM_NAMESPACES and its RBAC.
-RECLAIM_LABEL = "gpu-platform.io/reclaim"
-RECLAIM_ENABLED = "enabled"
 ALERT = "GPUIdleAllocated"
 COMPONENT = "gpu-platform-reclaimer"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"

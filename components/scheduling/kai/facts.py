@@ -30,7 +30,12 @@ KIND = register(SchedulerKind(
     reach_rule="a KAI queue grows at most to its limit, nominal quota plus borrowingLimit",
     # The reclaimer acts through Kueue Workloads or Volcano Jobs; KAI has neither.
     reclaim_rules=None,
-    queue_label="kai.scheduler/queue",
+    queue_label="kai.scheduler/queue", scheduler_name="kai-scheduler",
+    # A hand-made PodGroup (with `kai.scheduler/skip-podgrouper`) names its queue in spec.queue.
+    group_queue_field=("scheduling.run.ai", "podgroups", "queue"),
+    # Without a `kai.scheduler/preemptibility` label, a workload of a class valued 100 or more is non-preemptible
+    # and kept within its queue's quota (docs/priority/README.md:22-23 in the v0.17.0 tree).
+    preemptible_below=100,
     not_simulated=("hierarchical queues with over-quota weights, reclaim between queues by fair share, "
                    "preemptibility from PriorityClass values, GPU fractions and PodGroup gangs"),
 ))

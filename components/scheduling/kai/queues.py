@@ -16,7 +16,7 @@ from typing import Any
 from components.config.capacity import mig_strategy, quota_capacity
 from components.config.model import PRIORITIES, PlatformConfig, Team
 from components.scheduling.kai.facts import DEPARTMENT
-from components.scheduling.shares import has_cohort, team_shares, team_weight
+from components.config.shares import has_cohort, team_shares, team_weight
 
 UNLIMITED = -1
 GPU_DIGITS = 3  # KAI takes GPUs as a decimal; 1/7 of an A100 is 0.143 GPUs

@@ -17,13 +17,14 @@ from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs
 from components.args import fill_defaults
 from components.args_checks import check_args
 from components.clouds import profile
+from components.config.fabric import fabric_resources
 from components.config.labels import POOL_LABEL, pool_taints
 from components.config.model import GpuPool, PlatformConfig, Team
 from components.scheduling import provisioning, topology
 from components.scheduling.framework_catalog import kueue_integrations
 from components.scheduling.kueue.facts import KIND
-from components.scheduling.priorities import LEVELS
-from components.scheduling.shares import COHORT, PoolShare, has_cohort, team_shares, team_weight
+from components.config.priority_levels import LEVELS
+from components.config.shares import COHORT, PoolShare, has_cohort, team_shares, team_weight
 from components.tenancy.team import RBAC_GROUP, TEAM_LABEL
 from components.system_pool import tolerating
 
@@ -42,15 +43,6 @@ NOT_QUEUED = ("cpu", "memory", "ephemeral-storage", "hugepages-")  # resource pr
 BORROW_PREEMPTS_UP_TO = {"critical": LEVELS["normal"].value, "high": LEVELS["low"].value}
 REQUEUE_BACKOFF = {"timestamp": "Eviction", "backoffLimitCount": 5, "backoffBaseSeconds": 60,
                    "backoffMaxSeconds": 3600}
-
-
-def fabric_resources(config: PlatformConfig) -> list[str]:
-    """The fabric NICs pools advertise (vpc.amazonaws.com/efa, rdma/ib): quota is counted in GPUs, and a Workload
-    asking for a resource no ClusterQueue covers is never admitted, so Kueue leaves them to the kubelet."""
-    fabrics = profile(config.cloud).fabrics
-    # GKE GPUDirect's NICs are no resource (multi-networking); an empty name would be a prefix of every resource.
-    return sorted({fabrics[p.fabric].resource for p in config.gpu_pools
-                   if p.fabric in fabrics and fabrics[p.fabric].resource})
 
 
 def manager_config(config: PlatformConfig) -> dict[str, Any]:
@@ -73,7 +65,7 @@ def manager_config(config: PlatformConfig) -> dict[str, Any]:
         "manageJobsWithoutQueueName": True,
         "managedJobsNamespaceSelector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]},
         # Only what is installed: an integration without its operator would admit jobs nothing runs.
-        "integrations": {"frameworks": kueue_integrations(config)},
+        "integrations": {"frameworks": kueue_integrations(config.scheduler.frameworks)},
         "resources": {"excludeResourcePrefixes": [*NOT_QUEUED, *fabric_resources(config)]},
     }
     if scheduler.gang.enabled:

@@ -15,7 +15,7 @@ from pulumi_kubernetes.apiextensions import CustomResource
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
 
 from components.config.model import PRIORITIES, PlatformConfig, Team
-from components.scheduling.shares import gpu_resources, has_cohort, team_ceiling, team_nominal, team_reserved, \
+from components.config.shares import gpu_resources, has_cohort, team_ceiling, team_nominal, team_reserved, \
     team_weight
 from components.scheduling.volcano.facts import KIND
 from components.system_pool import tolerating

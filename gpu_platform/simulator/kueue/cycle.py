@@ -17,10 +17,17 @@ when a workload finishes or is evicted.
 With waitForPodsReady `blockAdmission`, Kueue's cycle goes on while admitted workloads are not ready (nominating,
 preempting) until it reaches an entry that fits: it then waits in processEntry (waitForPodsReadyIfNeeded) and
 admits that entry in hand once they are ready, before any later arrival is looked at.
+
+Cycles run back to back (pkg/util/wait's backoff between them is 1 to 10 ms), and each costs API writes through
+the manager's rate-limited client: an admission patch per admitted entry, an eviction per preemption target and a
+status patch per head it did not admit (requeueAndUpdate). The next cycle starts when they went through
+(`Timing.api_qps`/`api_burst`, a token bucket as client-go's); heads parked as inadmissible cost nothing, as in
+Kueue's inadmissible list.
 """
 from __future__ import annotations
 
 import heapq
+import math
 from typing import NamedTuple
 
 from gpu_platform.simulator.engine import ADMITTED, EVICTING, QUEUED, RUNNING, Job, Simulation
@@ -64,6 +71,10 @@ class KueueScheduler(FlavorAssigner):
         self.blocked: list[Blocked] = []
         self._limits_cache: dict[CQ, dict[tuple, tuple | None]] = {}
         self.in_hand: Entry | None = None  # blockAdmission: the fitting entry the cycle waits on for readiness
+        self.writes = 0  # API writes of the cycle in progress, other than admissions
+        self.patched: set[int] = set()  # queued jobs whose Pending condition is written
+        self.api_free = -math.inf  # when the rate limiter has let every write so far through
+        self.api_tat = -math.inf  # the rate limiter's theoretical arrival time (GCRA)
 
     # ---- engine hooks -----------------------------------------------------------------------------------------
     def wants_cycle(self) -> bool:
@@ -99,6 +110,32 @@ class KueueScheduler(FlavorAssigner):
     def never_admittable(self) -> list[Blocked]:
         return self.blocked
 
+    def busy_until(self) -> float:
+        return self.api_free
+
+    def _write(self, t: float, count: int = 1) -> float:
+        """Pass `count` API writes issued at `t` through client-go's token bucket (`api_qps` refill, `api_burst`
+        tokens at most, as GCRA); returns when the last went through."""
+        timing = self.sim.timing
+        if not timing.api_qps or not count:
+            return t
+        tat = max(self.api_tat, t) + (count - 1) / timing.api_qps
+        self.api_tat = tat + 1 / timing.api_qps
+        self.api_free = max(self.api_free, t, tat - timing.api_burst / timing.api_qps)
+        return self.api_free
+
+    def _status_patch(self, job: Job) -> None:
+        """requeueAndUpdate's patch of a head not admitted: only when its QuotaReserved condition changes
+        (PatchAdmissionStatus skips an unchanged one), taken as once per spell in the queue."""
+        if job.seq not in self.patched:
+            self.patched.add(job.seq)
+            self.writes += 1
+
+    def _charge_writes(self, t: float) -> None:
+        """The cycle's status patches and evictions, issued after its admissions."""
+        self._write(t, self.writes)
+        self.writes = 0
+
     def started(self, job: Job, t: float) -> None:
         if self.block:
             self.unready -= 1
@@ -129,6 +166,7 @@ class KueueScheduler(FlavorAssigner):
         if self.in_hand is not None:
             if not self.unready:
                 self._admit_in_hand(t)
+                self._charge_writes(t)
             return
         # What evictions in flight free is held for the preemptor waiting on them (kueue#13797), so a borrower
         # cannot take it back between two targets' evictions; a queue's own hold is its head's to use.
@@ -160,8 +198,12 @@ class KueueScheduler(FlavorAssigner):
         reserved = list(holds.values())
         if entries:
             self._process(entries, holds, reserved, t)
+            for e in entries:
+                if e.job.state == QUEUED:
+                    self._status_patch(e.job)
         for cq, fr, amount in reserved:
             self._shift(cq, fr, -amount)
+        self._charge_writes(t)
 
     def _process(self, entries: list[Entry], holds: dict[CQ, Reservation], reserved: list[Reservation], t: float) -> None:
         for e in entries:
@@ -224,6 +266,7 @@ class KueueScheduler(FlavorAssigner):
                 evictions.extend(e.targets)
         for job, reason in evictions:
             if job.state in (ADMITTED, RUNNING):
+                self.writes += 1
                 self.sim.evict(job, reason, t)
 
     def _admit_in_hand(self, t: float) -> None:
@@ -291,6 +334,7 @@ class KueueScheduler(FlavorAssigner):
                 if dominant is not None:
                     # No easier than a head that just failed (more units, no higher priority): parked as long.
                     cq.fails[job.bucket] = cq.fails[dominant.bucket]._replace(seq=job.seq)
+                    self._status_patch(job)  # (Kueue spends a cycle on it)
                 else:
                     entry = self._evaluate(cq, job)
                     if entry is not None and (entry.mode == FIT or entry.targets):
@@ -300,6 +344,7 @@ class KueueScheduler(FlavorAssigner):
                     failed.append(job)
                     if entry is not None and cq.spec.reclaim_within_cohort != "Any":
                         return entry  # preempting without candidates: it still holds quota back this cycle
+                    self._status_patch(job)
             if cq.strict:
                 break
         cq.wake = self._wake(cq, heads)
@@ -360,12 +405,15 @@ class KueueScheduler(FlavorAssigner):
         if not heap:
             del cq.buckets[job.bucket]
         cq.admitted[job] = None
+        self.patched.discard(job.seq)
         sizes = cq.sizes[fr]
         sizes[job.units] = sizes.get(job.units, 0) + 1
         job.flavor = fr[0]
         self._use(cq, fr, job.units, job.priority)
         if self.block:
             self.unready += 1
+        # Quota is taken now (Kueue assumes the workload in its cache); the admission patch lands when the rate
+        # limiter lets it through.
         self.sim.admit(job, fr[0], self.sim.groups.get((self.sim.flavor_pool(fr[0]), fr[1])), t,
-                       nodes=list(nodes) if nodes else None)
+                       nodes=list(nodes) if nodes else None, landed=self._write(t))
 

@@ -43,8 +43,9 @@ def daemonset_spec(name: str, fabric: Fabric, values: dict[str, Any]) -> dict[st
     }
 
 
-def daemonset_plugin(name: str, fabric: Fabric, values: dict[str, Any],
-                     opts: pulumi.ResourceOptions) -> k8s.apps.v1.DaemonSet:
+def install(name: str, config: Any, fabric: Fabric, values: dict[str, Any],
+            opts: pulumi.ResourceOptions) -> k8s.apps.v1.DaemonSet:
+    """The plugin's ConfigMap and DaemonSet (the record's installer; the stack config adds nothing to them)."""
     config = k8s.core.v1.ConfigMap(
         f"{name}-config", metadata={"name": name, "namespace": fabric.namespace},
         data={"config.json": fabric.plugin_config}, opts=opts)

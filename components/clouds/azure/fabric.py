@@ -158,3 +158,9 @@ class NetworkOperator(pulumi.ComponentResource):
             # The release installs the CRD; the policy's DaemonSets land on IB pools that may be at zero nodes.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]))
         self.register_outputs({"release": self.release.name})
+
+
+def install(name: str, config: PlatformConfig, fabric: Fabric, values: dict[str, Any],
+            opts: pulumi.ResourceOptions) -> NetworkOperator:
+    """The record's installer: the operator tolerates every taint of the fabric's pools."""
+    return NetworkOperator(name, config, fabric, values["tolerations"], opts=opts)
