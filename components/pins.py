@@ -1,7 +1,7 @@
 """Every Helm chart the platform installs, pinned in one table with the rule that chose its version.
 
 Facts only, importing nothing: the cloud and scheduler tables, the config and the components all read their chart
-versions here, so moving a pin is one row, and tests/test_pins.py checks each row against its rule and the chart
+versions here, so moving a pin is one row, and tests/project/test_pins.py checks each row against its rule and the chart
 package it names (../shared/upstream/charts).
 
 A version is the chart's own Chart.yaml `version`, spelled as the chart spells it (`v26.7.0` for the GPU Operator,

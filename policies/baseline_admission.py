@@ -4,7 +4,7 @@ policy instead (teams[].podSecurity: fabric-sidecar), read from the plan for GPU
 Fail closed: the namespace must name the policy in its label, the policy must exist, fail closed itself, match pod
 creation and update (ephemeral containers too), carry no match conditions that could skip pods, and test every field
 the baseline profile controls; its binding must deny and select exactly this namespace by its name label. The CEL
-itself is tested in tests/test_fabric_baseline.py; here only its shape can be read.
+itself is tested in tests/clouds/test_fabric_baseline.py; here only its shape can be read.
 """
 from __future__ import annotations
 

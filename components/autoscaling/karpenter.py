@@ -20,7 +20,7 @@ CHART_REPO = "oci://public.ecr.aws/karpenter"
 CHART = "karpenter"
 CRD_CHART = "karpenter-crd"
 # Karpenter 1.14.1, API karpenter.sh/v1 and karpenter.k8s.aws/v1; the Kubernetes minors it runs on are
-# CloudProfile.provisioner_kubernetes_versions, read from its compatibility matrix (tests/test_karpenter.py).
+# CloudProfile.provisioner_kubernetes_versions, read from its compatibility matrix (tests/clouds/test_karpenter.py).
 CHART_VERSION = PINS[CHART].version
 NAMESPACE = namespaces.KUBE_SYSTEM
 SERVICE_ACCOUNT = "karpenter"  # fixed, so the controller role's IRSA trust can name it

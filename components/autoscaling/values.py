@@ -17,7 +17,7 @@ IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
 # FAQ); the chart's own appVersion is one minor whatever the cluster (1.35.0 in 9.59.0). Newest patch per minor:
 # 1.32.5 (kubernetes/k8s.io#8815; 1.32 is past upstream end of life), 1.33.6, 1.34.5, 1.35.2 and 1.36.1
 # (kubernetes/autoscaler releases cluster-autoscaler-<version>, published together 2026-07-23). The chart renders
-# `image.repository:image.tag` as given, for any tag (tests/test_kubernetes_versions.py).
+# `image.repository:image.tag` as given, for any tag (tests/config/test_kubernetes_versions.py).
 IMAGE_TAGS = {"1.32": "v1.32.5", "1.33": "v1.33.6", "1.34": "v1.34.5", "1.35": "v1.35.2", "1.36": "v1.36.1"}
 NAMESPACE = namespaces.KUBE_SYSTEM
 SERVICE_ACCOUNT = "cluster-autoscaler"  # fixed, so IRSA / workload identity trust can name it

@@ -4,10 +4,10 @@ from __future__ import annotations
 from .types import GpuModel, MigProfile
 
 # MIG facts below are recorded from shared/upstream/mig-profiles.yaml (which cites
-# NVIDIA mig-parted v0.15.0 config-default.yaml); tests/test_catalog.py checks them
+# NVIDIA mig-parted v0.15.0 config-default.yaml); tests/gpu/test_catalog.py checks them
 # against that file. It is never read at runtime: users' machines do not have it.
 # B300 is not in mig-profiles.yaml yet: its rows are read straight from config-default.yaml (the entries under
-# "# B300", device 0x318210DE, and the all-<profile> counts), which tests/test_catalog.py checks too.
+# "# B300", device 0x318210DE, and the all-<profile> counts), which tests/gpu/test_catalog.py checks too.
 
 
 def _profiles(*rows: tuple[str, int]) -> tuple[MigProfile, ...]:

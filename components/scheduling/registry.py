@@ -10,7 +10,7 @@ through a function of its own package that imports them only when called.
 
 Two copies stay outside on purpose: the policy pack (`policies/`) is standalone and never imports `components/`,
 and the reclaimer script (`observability/reclaimer/job.py`) runs from a ConfigMap with the standard library only
-(tests/test_scheduler_kinds.py checks both against the rows).
+(tests/scheduling/test_scheduler_kinds.py checks both against the rows).
 """
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 The built-in `edit` ClusterRole teams get in their namespace may create, change and delete NetworkPolicies. A team
 could then delete its `default-deny`, undo `egress: none`, or allow egress to the link-local cloud metadata address
 (and with it the node's cloud credentials) or to private endpoints: everything isolation.py writes. A real API
-server shows it (tests/test_cluster_tenancy.py). `edit` cannot be narrowed (it is aggregated, and a RoleBinding can
+server shows it (tests/cluster/test_cluster_tenancy.py). `edit` cannot be narrowed (it is aggregated, and a RoleBinding
+can
 only add), so this ValidatingAdmissionPolicy refuses NetworkPolicy writes in a team namespace by any configured
 team group (`teams[].groups`, the identities the team RoleBindings name). The platform's deployer is not in one and
 keeps managing them.

@@ -17,7 +17,8 @@ from gpu_platform.simulator.traces import DEFAULT_GANGS, TraceJob, synthetic
 # averages of five real runs recorded as comments in rangespec.yaml (ClusterQueue usage in %, time to admission in
 # seconds), with SchedulingEquivalenceHashing on: usage 55.9 % (58.7 without), large 16,501 ms (6,666 without),
 # medium 76,768 ms, small 215,468 ms, wall 351,116 ms. read_rangespec() reads them again from the module source
-# (`go mod download sigs.k8s.io/kueue@v0.19.2`) when it is there; tests/test_simulator_fidelity.py checks these
+# (`go mod download sigs.k8s.io/kueue@v0.19.2`) when it is there; tests/simulator/test_simulator_fidelity.py checks
+# these
 # against it.
 KUEUE_VERSION = "v0.19.2"
 KUEUE_RANGESPEC = "test/performance/scheduler/configs/baseline/rangespec.yaml"

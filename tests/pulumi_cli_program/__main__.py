@@ -1,4 +1,4 @@
-"""The gpu-platform program as the real-engine tests run it (tests/test_pulumi_cli.py): the repo's __main__.py,
+"""The gpu-platform program as the real-engine tests run it (tests/cluster/test_pulumi_cli.py): the repo's __main__.py,
 unchanged, with one stack transformation for a cluster that has no network and no kubelet.
 
 Every Helm release installs from the chart package of the same name and version in $GPU_PLATFORM_CHART_DIR

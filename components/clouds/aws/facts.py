@@ -92,7 +92,7 @@ _REGIONS = (
 
 # EFA on EKS (EKS user guide "device-management-efa"): the EFA device plugin advertises vpc.amazonaws.com/efa, one per
 # interface. The chart only schedules on the instance types it lists: v0.5.30 is the first pin listing p6-b200.48xlarge
-# (tests/test_fabric_efa_render.py renders it against every EFA type of the catalog).
+# (tests/clouds/test_fabric_efa_render.py renders it against every EFA type of the catalog).
 # FI_PROVIDER=efa makes libfabric (and the aws-ofi-nccl plugin NCCL loads) fail instead of falling back to TCP;
 # FI_EFA_USE_DEVICE_RDMA=1 turns on GPUDirect RDMA, which p4d and later support.
 _EFA = Fabric(name="efa", resource="vpc.amazonaws.com/efa", chart="aws-efa-k8s-device-plugin",

@@ -52,7 +52,7 @@ POOL_TAG = "gpu-platform-pool"
 
 def network_problems(network_profile: dict[str, Any], identity: dict[str, Any]) -> list[str]:
     """What in a ManagedCluster's networkProfile and identity (wire inputs, camelCase) NAP does not support; empty
-    when all of it is. The offline plan of every NAP stack is checked with it (tests/test_aks_nap.py)."""
+    when all of it is. The offline plan of every NAP stack is checked with it (tests/clouds/test_aks_nap.py)."""
     problems = [f"networkProfile.{key} {network_profile.get(key)!r} is not supported by node auto-provisioning; "
                 f"allowed: {', '.join(str(v) for v in allowed)}"
                 for key, allowed in SUPPORTED_NETWORK.items() if network_profile.get(key) not in allowed]

@@ -1,0 +1,1 @@
+"""Helpers the test modules share: paths, real parts, fixtures data and per-area helpers."""

@@ -1,0 +1,90 @@
+"""Helpers the policy tests share (moved out of the test modules that defined them)."""
+from __future__ import annotations
+
+import json
+from datetime import date, timedelta
+
+import pytest
+
+from gpu_platform.engine import plan_stack
+from gpu_platform.engine.plan import Plan
+from gpu_platform.policy.runner import evaluate
+from policies import context
+from policies.exemptions import read_policy
+from policies.rules import BY_ID
+
+from policy_fixtures import TODAY, inputs, load
+
+
+_PLANS: dict[str, dict] = {}
+
+
+def base_plan(stack: str) -> dict:
+    if stack not in _PLANS:
+        _PLANS[stack] = plan_stack(stack).to_json()
+    return json.loads(json.dumps(_PLANS[stack]))
+
+
+LONG_REASON = "capacity reservation migration, owned by the platform team (PLAT-123)"
+
+
+QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+
+
+def second_team_on_time_sliced_pool(plan):
+    flavors = inputs(plan, QUEUE, "kueue-queue-applied")["spec"]["resourceGroups"][0]["flavors"]
+    flavors.append({"name": "l4-notebooks", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 4}]})
+
+
+POOL = "gpu-platform:cluster:GpuNodePool"
+
+
+def untaint(plan):
+    inputs(plan, POOL, "ml-prod-h100-train")["taints"] = []
+
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def operator(plan):
+    return inputs(plan, RELEASE, "gpu-operator-release")["values"]
+
+
+def mps_on_shared_pool(plan):
+    second_team_on_time_sliced_pool(plan)
+    inputs(plan, POOL, "ml-prod-l4-notebooks")["sharing"]["mode"] = "mps"
+    data = operator(plan)["devicePlugin"]["config"]["data"]
+    data["l4-notebooks"] = data["l4-notebooks"].replace("timeSlicing", "mps")
+
+
+STACK = "dev"
+
+
+def entry(type_: str, name: str, inputs: dict) -> dict:
+    return {"custom": True, "inputs": inputs, "name": name, "type": type_, "parent": "",
+            "urn": f"urn:pulumi:{STACK}::gpu-platform::{type_}::{name}",
+            "options": {"dependsOn": [], "ignoreChanges": [], "protect": False}}
+
+
+def public_endpoint(plan):
+    inputs(plan, "aws:eks/cluster:Cluster")["vpcConfig"]["endpointPublicAccess"] = True
+
+
+def two_driver_owners(plan):
+    operator(plan)["driver"]["enabled"] = True
+
+
+def exempted(reason: str = LONG_REASON, resource_glob: str = "ml-prod-h100-*",
+             expires: date = TODAY + timedelta(days=90), max_days: int | None = None):
+    plan = load("aws-prod")
+    untaint(plan)
+    raw = {"exemptions": [{"rule": "GPU001", "resource": resource_glob, "reason": reason, "expires": expires}]}
+    if max_days is not None:
+        raw["maxExemptionDays"] = max_days
+    return evaluate(Plan.from_json(plan), context.build("production", read_policy(raw), TODAY),
+                    [BY_ID["GPU000"], BY_ID["GPU001"]])
+
+
+@pytest.fixture(scope="module")
+def oci_plan():
+    return plan_stack("oci-prod").to_json()
