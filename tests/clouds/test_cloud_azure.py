@@ -9,6 +9,7 @@ import yaml
 from components.clouds.azure.kubeconfig import AKS_AAD_SERVER_ID, kubeconfig_from_credentials
 from components.config import ConfigError, validate
 from gpu_platform.engine import plan_stack
+from support.plans import one, plan_fixture
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
@@ -33,20 +34,8 @@ DEV_OVERRIDES = {
 }
 
 
-@pytest.fixture(scope="module")
-def prod():
-    return plan_stack("azure-prod")
-
-
-@pytest.fixture(scope="module")
-def dev():
-    return plan_stack("azure-prod", config_overrides=DEV_OVERRIDES)
-
-
-def one(plan, type_, name):
-    matches = [r for r in plan.resources if r.type == type_ and r.name == name]
-    assert len(matches) == 1, f"{type_} {name}: {[r.name for r in plan.of_type(type_)]}"
-    return matches[0]
+prod = plan_fixture("azure-prod")
+dev = plan_fixture("azure-prod", DEV_OVERRIDES)
 
 
 def agent_pool(plan, cluster, pool):

@@ -9,7 +9,7 @@ import yaml
 
 from components.clouds.gcp.cluster import gke_kubeconfig, guest_accelerator
 from components.config import ConfigError, validate
-from gpu_platform.engine import plan_stack
+from support.plans import one, plan_fixture
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -30,25 +30,9 @@ VARIANT_OVERRIDES = {
 }
 
 
-@pytest.fixture(scope="module")
-def prod():
-    return plan_stack("gcp-prod")
-
-
-@pytest.fixture(scope="module")
-def dev():
-    return plan_stack("gcp-dev")
-
-
-@pytest.fixture(scope="module")
-def variant():
-    return plan_stack("gcp-prod", config_overrides=VARIANT_OVERRIDES)
-
-
-def one(plan, type_, name):
-    matches = [r for r in plan.resources if r.type == type_ and r.name == name]
-    assert len(matches) == 1, f"{type_} {name}: {[r.name for r in plan.of_type(type_)]}"
-    return matches[0]
+prod = plan_fixture("gcp-prod")
+dev = plan_fixture("gcp-dev")
+variant = plan_fixture("gcp-prod", VARIANT_OVERRIDES)
 
 
 def node_pool(plan, cluster, pool):
