@@ -4,7 +4,6 @@ karpenter.azure.com CRD's fields), and the GPU policies reading them."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 
 import jsonschema
 import pytest
@@ -21,6 +20,7 @@ from policies.shapes import KARPENTER
 
 from support.clouds import NODE_POOL_SPEC, integral
 from support.paths import ROOT
+from support.policy import editable, rule_findings
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS = "kubernetes:karpenter.azure.com/v1beta1:AKSNodeClass"
@@ -267,13 +267,11 @@ def test_label_restrictions_of_the_crd_hold(plan):
 @pytest.fixture
 def mutable(plan):
     """A copy of the NAP plan to change one field in."""
-    return dataclasses.replace(plan, resources=[dataclasses.replace(r, inputs=copy.deepcopy(r.inputs))
-                                                for r in plan.resources])
+    return editable(plan)
 
 
 def findings(plan, rule):
-    report = evaluate(plan, context.build("production", Policy()), [BY_ID[rule]])
-    return [(f.resource, f.message) for f in report.findings]
+    return rule_findings(plan, rule, "production")
 
 
 def test_every_rule_passes_on_the_nap_stack(plan):
