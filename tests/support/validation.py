@@ -1,0 +1,20 @@
+"""Config validation results the config, scheduling, tenancy and observability tests read."""
+from __future__ import annotations
+
+import pytest
+
+from components.config import ConfigError, validate
+
+
+def problems(raw: dict) -> dict[str, str]:
+    """Every problem validation reports, by dotted path (it must refuse `raw`)."""
+    with pytest.raises(ConfigError) as info:
+        validate(raw)
+    return {p.path: p.message for p in info.value.problems}
+
+
+def reported_at(raw: dict, path: str) -> str:
+    """The message validation reports at `path`, failing with all it reported when there is none there."""
+    found = problems(raw)
+    assert path in found, found
+    return found[path]
