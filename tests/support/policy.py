@@ -16,7 +16,7 @@ from policies import context
 from policies.exemptions import read_policy
 from policies.rules import BY_ID
 
-from policy_fixtures import TODAY, inputs, load
+from policy_fixtures import TODAY, ids, inputs, load, run
 
 
 _PLANS: dict[str, dict] = {}
@@ -38,6 +38,13 @@ def rule_findings(plan: Plan, rule: str, environment: str) -> list[tuple[str, st
     """(resource, message) of each finding one rule makes on a plan, under the default policy."""
     report = evaluate(plan, context.build(environment, Policy()), [BY_ID[rule]])
     return [(f.resource, f.message) for f in report.findings]
+
+
+def only_rule_fails(plan: dict, rule: str, expected: str) -> None:
+    """`rule` alone fails the plan, with `expected` in one of its findings."""
+    report = run(plan, rule, environment=None)
+    assert ids(report) == [rule]
+    assert any(expected in f.message for f in report.findings), [f.message for f in report.findings]
 
 
 LONG_REASON = "capacity reservation migration, owned by the platform team (PLAT-123)"
