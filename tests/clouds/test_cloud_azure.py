@@ -10,6 +10,7 @@ from components.clouds.azure.kubeconfig import AKS_AAD_SERVER_ID, kubeconfig_fro
 from components.config import ConfigError, validate
 from gpu_platform.engine import plan_stack
 from support.plans import one, plan_fixture
+from support.validation import problems
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
@@ -212,9 +213,7 @@ AZURE_RAW = {
 def azure_problems(sharing: dict, **pool) -> dict[str, str]:
     raw = yaml.safe_load(yaml.safe_dump(AZURE_RAW))
     raw["gpuPools"][0].update(sharing=sharing, **pool)
-    with pytest.raises(ConfigError) as info:
-        validate(raw)
-    return {p.path: p.message for p in info.value.problems}
+    return problems(raw)
 
 
 @pytest.mark.parametrize("layout, fragment", [

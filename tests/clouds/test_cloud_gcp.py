@@ -10,6 +10,7 @@ import yaml
 from components.clouds.gcp.cluster import gke_kubeconfig, guest_accelerator
 from components.config import ConfigError, validate
 from support.plans import one, plan_fixture
+from support.validation import problems
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -208,9 +209,7 @@ GCP_RAW = {
 def gcp_problems(sharing: dict, **pool) -> dict[str, str]:
     raw = copy.deepcopy(GCP_RAW)
     raw["gpuPools"][0].update(sharing=sharing, **pool)
-    with pytest.raises(ConfigError) as info:
-        validate(raw)
-    return {p.path: p.message for p in info.value.problems}
+    return problems(raw)
 
 
 @pytest.mark.parametrize("layout, fragment", [
