@@ -18,7 +18,7 @@ from policies import context
 from policies.rules import BY_ID
 from policies.shapes import KARPENTER
 
-from support.clouds import NODE_POOL_SPEC, integral
+from support.clouds import NODE_POOL_SPEC, assert_node_pools_follow, by_pool, integral
 from support.paths import ROOT
 from support.policy import editable, rule_findings
 
@@ -77,10 +77,6 @@ def errors(raw):
     with pytest.raises(ConfigError) as info:
         validate(raw)
     return {p.path: p.message for p in info.value.problems}
-
-
-def by_pool(plan, type_):
-    return {r.inputs["metadata"]["name"].removeprefix("gpu-"): r for r in plan.of_type(type_)}
 
 
 def only(plan, type_):
@@ -174,14 +170,9 @@ def test_nap_network_is_supported(plan):
 
 
 def test_objects_sit_under_their_pools_after_the_cluster(plan):
-    urns = {r.name: r.urn for r in plan.resources}
     karpenter = only(plan, "gpu-platform:autoscaling:Karpenter")
     assert karpenter.inputs == {"managedBy": "AKS node auto-provisioning"}
-    for pool, node_pool in by_pool(plan, NODE_POOL).items():
-        assert node_pool.parent.endswith(f"GpuNodePool::ml-prod-aks-{pool}")
-        deps = node_pool.options.get("dependsOn", [])
-        assert urns["ml-prod-aks-aks"] in deps and urns["ml-prod-aks-deployer-admin"] in deps
-        assert urns[f"karpenter-{pool}-node-class"] in deps
+    assert_node_pools_follow(plan, NODE_POOL, "ml-prod-aks", "ml-prod-aks-aks", "ml-prod-aks-deployer-admin")
 
 
 def test_node_pools_carry_the_pool(plan):

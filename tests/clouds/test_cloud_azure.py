@@ -10,7 +10,7 @@ from components.clouds.azure.kubeconfig import AKS_AAD_SERVER_ID, kubeconfig_fro
 from components.config import ConfigError, validate
 from gpu_platform.engine import plan_stack
 from support.plans import one, plan_fixture
-from support.validation import problems
+from support.validation import first_pool_problems
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
@@ -210,12 +210,6 @@ AZURE_RAW = {
 }
 
 
-def azure_problems(sharing: dict, **pool) -> dict[str, str]:
-    raw = yaml.safe_load(yaml.safe_dump(AZURE_RAW))
-    raw["gpuPools"][0].update(sharing=sharing, **pool)
-    return problems(raw)
-
-
 @pytest.mark.parametrize("layout, fragment", [
     ("all-balanced", "all-balanced cannot be expressed on AKS: AKS gpuInstanceProfile gives every GPU"),
     ({"1g.10gb": 3, "2g.20gb": 2}, "a custom layout cannot be expressed on AKS"),
@@ -223,7 +217,7 @@ def azure_problems(sharing: dict, **pool) -> dict[str, str]:
     ("all-1g.20gb", "MIG1g always creates 1g.10gb on A100-80GB; use all-1g.10gb"),
 ])
 def test_mig_layouts_aks_cannot_express(layout, fragment):
-    found = azure_problems({"mode": "mig", "migProfile": layout})
+    found = first_pool_problems(AZURE_RAW, {"mode": "mig", "migProfile": layout})
     assert fragment in found["gpuPools[0].sharing.migProfile"]
 
 
@@ -235,7 +229,7 @@ def test_mig_layouts_aks_can_express(layout):
 
 
 def test_aks_mig_needs_the_aks_driver():
-    found = azure_problems({"mode": "mig", "migProfile": "all-1g.10gb"}, driver="operator")
+    found = first_pool_problems(AZURE_RAW, {"mode": "mig", "migProfile": "all-1g.10gb"}, driver="operator")
     assert "operator cannot be combined with sharing mode mig on AKS" in found["gpuPools[0].driver"]
 
 

@@ -10,7 +10,7 @@ import yaml
 from components.clouds.gcp.cluster import gke_kubeconfig, guest_accelerator
 from components.config import ConfigError, validate
 from support.plans import one, plan_fixture
-from support.validation import problems
+from support.validation import first_pool_problems
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -206,19 +206,14 @@ GCP_RAW = {
 }
 
 
-def gcp_problems(sharing: dict, **pool) -> dict[str, str]:
-    raw = copy.deepcopy(GCP_RAW)
-    raw["gpuPools"][0].update(sharing=sharing, **pool)
-    return problems(raw)
-
-
 @pytest.mark.parametrize("layout, fragment", [
     ("all-balanced", "all-balanced cannot be expressed on GKE: GKE gpuPartitionSize gives every GPU"),
     ({"3g.40gb": 1, "4g.40gb": 1}, "a custom layout cannot be expressed on GKE"),
     ("all-1g.10gb+me", "GKE gpuPartitionSize has no media-extension (+me) profiles"),
 ])
 def test_mig_layouts_gke_cannot_express(layout, fragment):
-    assert fragment in gcp_problems({"mode": "mig", "migProfile": layout})["gpuPools[0].sharing.migProfile"]
+    found = first_pool_problems(GCP_RAW, {"mode": "mig", "migProfile": layout})
+    assert fragment in found["gpuPools[0].sharing.migProfile"]
 
 
 def test_gke_partition_sizes_are_not_limited_to_the_smallest():
@@ -233,12 +228,12 @@ def test_gke_partition_sizes_are_not_limited_to_the_smallest():
     {"mode": "mps", "replicas": 4},
 ])
 def test_gke_pool_sharing_needs_the_gke_driver(sharing):
-    found = gcp_problems(sharing, driver="operator")
+    found = first_pool_problems(GCP_RAW, sharing, driver="operator")
     assert f"operator cannot be combined with sharing mode {sharing['mode']} on GKE" in found["gpuPools[0].driver"]
 
 
 def test_gke_sharing_replicas_limit():
-    found = gcp_problems({"mode": "time-slicing", "replicas": 49})
+    found = first_pool_problems(GCP_RAW, {"mode": "time-slicing", "replicas": 49})
     assert found["gpuPools[0].sharing.replicas"] == "must be <= 48 on GKE; got 49"
 
 

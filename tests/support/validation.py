@@ -1,6 +1,8 @@
 """Config validation results the config, scheduling, tenancy and observability tests read."""
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from components.config import ConfigError, validate
@@ -18,3 +20,10 @@ def reported_at(raw: dict, path: str) -> str:
     found = problems(raw)
     assert path in found, found
     return found[path]
+
+
+def first_pool_problems(raw: dict, sharing: dict, **pool) -> dict[str, str]:
+    """The problems of a copy of `raw` whose first GPU pool takes `sharing` and the other fields given."""
+    changed = copy.deepcopy(raw)
+    changed["gpuPools"][0].update(sharing=sharing, **pool)
+    return problems(changed)
