@@ -20,6 +20,7 @@ from policies.shapes import KARPENTER
 
 from support.clouds import NODE_POOL_SPEC, assert_node_pools_follow, by_pool, integral
 from support.paths import ROOT
+from support.plans import plan_fixture
 from support.policy import editable, rule_findings
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
@@ -57,14 +58,8 @@ def raw_stack():
             "gpu-platform:gpuPools": pools, "gpu-platform:teams": teams}
 
 
-@pytest.fixture(scope="module")
-def plan():
-    return plan_stack("azure-prod", config_overrides=raw_stack())
-
-
-@pytest.fixture(scope="module")
-def default_plan():
-    return plan_stack("azure-prod")
+plan = plan_fixture("azure-prod", raw_stack())
+default_plan = plan_fixture("azure-prod")
 
 
 def config_of(overrides):

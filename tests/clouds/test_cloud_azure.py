@@ -10,7 +10,7 @@ from components.clouds.azure.kubeconfig import AKS_AAD_SERVER_ID, kubeconfig_fro
 from components.config import ConfigError, validate
 from gpu_platform.engine import plan_stack
 from support.plans import one, plan_fixture
-from support.validation import first_pool_problems
+from support.validation import first_pool_problems, one_mig_pool
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
@@ -200,14 +200,8 @@ def test_local_account_kubeconfig_is_kept():
     assert config["users"][0]["user"] == cert
 
 
-AZURE_RAW = {
-    "cloud": "azure",
-    "environment": "production",
-    "cluster": {"name": "ml-prod", "region": "eastus2"},
-    "gpuPools": [{"name": "a100-infer", "instanceType": "Standard_NC96ads_A100_v4", "maxNodes": 2,
-                  "sharing": {"mode": "mig", "migProfile": "all-1g.10gb"}}],
-    "teams": [{"name": "serving", "quotas": {"a100-infer": 8}}],
-}
+AZURE_RAW = one_mig_pool("azure", {"name": "ml-prod", "region": "eastus2"}, "a100-infer", "Standard_NC96ads_A100_v4",
+                         environment="production")
 
 
 @pytest.mark.parametrize("layout, fragment", [

@@ -10,7 +10,7 @@ import yaml
 from components.clouds.gcp.cluster import gke_kubeconfig, guest_accelerator
 from components.config import ConfigError, validate
 from support.plans import one, plan_fixture
-from support.validation import first_pool_problems
+from support.validation import first_pool_problems, one_mig_pool
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -196,14 +196,8 @@ def test_kubeconfig_uses_gke_auth_plugin():
     assert config["current-context"] == "ml"
 
 
-GCP_RAW = {
-    "cloud": "gcp",
-    "cluster": {"name": "ml", "region": "us-central1", "authorizedNetworks": ["203.0.113.0/24"],
-                "gcp": {"project": "p", "zones": ["us-central1-a"]}},
-    "gpuPools": [{"name": "a100", "instanceType": "a2-ultragpu-8g", "maxNodes": 2,
-                  "sharing": {"mode": "mig", "migProfile": "all-1g.10gb"}}],
-    "teams": [{"name": "serving", "quotas": {"a100": 8}}],
-}
+GCP_RAW = one_mig_pool("gcp", {"name": "ml", "region": "us-central1", "authorizedNetworks": ["203.0.113.0/24"],
+                               "gcp": {"project": "p", "zones": ["us-central1-a"]}}, "a100", "a2-ultragpu-8g")
 
 
 @pytest.mark.parametrize("layout, fragment", [

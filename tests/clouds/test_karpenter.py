@@ -20,6 +20,7 @@ from gpu_platform.engine.plan import read_stack_config
 from support.clouds import NODE_POOL_SPEC, assert_node_pools_follow, by_pool, integral, karpenter_cluster
 from support.helm import Helm, chart_package, extract_helm
 from support.paths import ROOT, strict_schema, upstream
+from support.plans import plan_fixture
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
@@ -53,14 +54,8 @@ NODE_CLASS_SPEC = {
         "tags": {"type": "object", "additionalProperties": {"type": "string"}}}}
 
 
-@pytest.fixture(scope="module")
-def plan():
-    return plan_stack("aws-dev", config_overrides=karpenter_cluster())
-
-
-@pytest.fixture(scope="module")
-def default_plan():
-    return plan_stack("aws-dev")
+plan = plan_fixture("aws-dev", karpenter_cluster())
+default_plan = plan_fixture("aws-dev")
 
 
 def raw_config(**changes):

@@ -27,3 +27,11 @@ def first_pool_problems(raw: dict, sharing: dict, **pool) -> dict[str, str]:
     changed = copy.deepcopy(raw)
     changed["gpuPools"][0].update(sharing=sharing, **pool)
     return problems(changed)
+
+
+def one_mig_pool(cloud: str, cluster: dict, pool: str, instance_type: str, **top) -> dict:
+    """A config of one pool of `instance_type` cut in all-1g.10gb MIG slices, 8 of them team serving's quota."""
+    return {"cloud": cloud, **top, "cluster": cluster,
+            "gpuPools": [{"name": pool, "instanceType": instance_type, "maxNodes": 2,
+                          "sharing": {"mode": "mig", "migProfile": "all-1g.10gb"}}],
+            "teams": [{"name": "serving", "quotas": {pool: 8}}]}
