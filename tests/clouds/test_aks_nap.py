@@ -4,7 +4,6 @@ karpenter.azure.com CRD's fields), and the GPU policies reading them."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 
 import jsonschema
 import pytest
@@ -19,8 +18,10 @@ from policies import context
 from policies.rules import BY_ID
 from policies.shapes import KARPENTER
 
-from support.clouds import NODE_POOL_SPEC, integral
+from support.clouds import NODE_POOL_SPEC, assert_node_pools_follow, by_pool, integral
 from support.paths import ROOT
+from support.plans import plan_fixture
+from support.policy import editable, rule_findings
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS = "kubernetes:karpenter.azure.com/v1beta1:AKSNodeClass"
@@ -57,14 +58,8 @@ def raw_stack():
             "gpu-platform:gpuPools": pools, "gpu-platform:teams": teams}
 
 
-@pytest.fixture(scope="module")
-def plan():
-    return plan_stack("azure-prod", config_overrides=raw_stack())
-
-
-@pytest.fixture(scope="module")
-def default_plan():
-    return plan_stack("azure-prod")
+plan = plan_fixture("azure-prod", raw_stack())
+default_plan = plan_fixture("azure-prod")
 
 
 def config_of(overrides):
@@ -77,10 +72,6 @@ def errors(raw):
     with pytest.raises(ConfigError) as info:
         validate(raw)
     return {p.path: p.message for p in info.value.problems}
-
-
-def by_pool(plan, type_):
-    return {r.inputs["metadata"]["name"].removeprefix("gpu-"): r for r in plan.of_type(type_)}
 
 
 def only(plan, type_):
@@ -174,14 +165,9 @@ def test_nap_network_is_supported(plan):
 
 
 def test_objects_sit_under_their_pools_after_the_cluster(plan):
-    urns = {r.name: r.urn for r in plan.resources}
     karpenter = only(plan, "gpu-platform:autoscaling:Karpenter")
     assert karpenter.inputs == {"managedBy": "AKS node auto-provisioning"}
-    for pool, node_pool in by_pool(plan, NODE_POOL).items():
-        assert node_pool.parent.endswith(f"GpuNodePool::ml-prod-aks-{pool}")
-        deps = node_pool.options.get("dependsOn", [])
-        assert urns["ml-prod-aks-aks"] in deps and urns["ml-prod-aks-deployer-admin"] in deps
-        assert urns[f"karpenter-{pool}-node-class"] in deps
+    assert_node_pools_follow(plan, NODE_POOL, "ml-prod-aks", "ml-prod-aks-aks", "ml-prod-aks-deployer-admin")
 
 
 def test_node_pools_carry_the_pool(plan):
@@ -267,13 +253,11 @@ def test_label_restrictions_of_the_crd_hold(plan):
 @pytest.fixture
 def mutable(plan):
     """A copy of the NAP plan to change one field in."""
-    return dataclasses.replace(plan, resources=[dataclasses.replace(r, inputs=copy.deepcopy(r.inputs))
-                                                for r in plan.resources])
+    return editable(plan)
 
 
 def findings(plan, rule):
-    report = evaluate(plan, context.build("production", Policy()), [BY_ID[rule]])
-    return [(f.resource, f.message) for f in report.findings]
+    return rule_findings(plan, rule, "production")
 
 
 def test_every_rule_passes_on_the_nap_stack(plan):

@@ -13,10 +13,10 @@ from components.clouds.aws.network import pick_zones, subnet_cidrs
 from components.clouds import PROFILES
 from components.config import ConfigError, load_from_pulumi, validate
 from components.config.capacity import mig_strategy, pool_units
-from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import PROJECT_ROOT, read_stack_config, run_program
 
 from support.clouds import EXISTING, MIXED
+from support.plans import one, plan_file_fixture, plan_fixture
 
 CLUSTER = "aws:eks/cluster:Cluster"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -29,32 +29,10 @@ BOTTLEROCKET_LABELS = {f"nvidia.com/gpu.deploy.{o}": "false"
                        for o in ("device-plugin", "driver", "mig-manager", "container-toolkit")}
 
 
-@pytest.fixture(scope="module")
-def prod():
-    return plan_stack("aws-prod")
-
-
-@pytest.fixture(scope="module")
-def dev():
-    return plan_stack("aws-dev")
-
-
-@pytest.fixture(scope="module")
-def existing(tmp_path_factory):
-    path = tmp_path_factory.mktemp("stacks") / "Pulumi.aws-lab.yaml"
-    path.write_text(EXISTING)
-    return plan_stack(file=path)
-
-
-@pytest.fixture(scope="module")
-def mixed():
-    return plan_stack("aws-prod", config_overrides=MIXED)
-
-
-def one(plan, type_, name):
-    matches = [r for r in plan.resources if r.type == type_ and r.name == name]
-    assert len(matches) == 1, f"{type_} {name}: {[r.name for r in plan.of_type(type_)]}"
-    return matches[0]
+prod = plan_fixture("aws-prod")
+dev = plan_fixture("aws-dev")
+existing = plan_file_fixture("Pulumi.aws-lab.yaml", EXISTING)
+mixed = plan_fixture("aws-prod", MIXED)
 
 
 def gpu_groups(plan):

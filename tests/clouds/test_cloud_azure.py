@@ -9,6 +9,8 @@ import yaml
 from components.clouds.azure.kubeconfig import AKS_AAD_SERVER_ID, kubeconfig_from_credentials
 from components.config import ConfigError, validate
 from gpu_platform.engine import plan_stack
+from support.plans import one, plan_fixture
+from support.validation import first_pool_problems, one_mig_pool
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
@@ -33,20 +35,8 @@ DEV_OVERRIDES = {
 }
 
 
-@pytest.fixture(scope="module")
-def prod():
-    return plan_stack("azure-prod")
-
-
-@pytest.fixture(scope="module")
-def dev():
-    return plan_stack("azure-prod", config_overrides=DEV_OVERRIDES)
-
-
-def one(plan, type_, name):
-    matches = [r for r in plan.resources if r.type == type_ and r.name == name]
-    assert len(matches) == 1, f"{type_} {name}: {[r.name for r in plan.of_type(type_)]}"
-    return matches[0]
+prod = plan_fixture("azure-prod")
+dev = plan_fixture("azure-prod", DEV_OVERRIDES)
 
 
 def agent_pool(plan, cluster, pool):
@@ -210,22 +200,8 @@ def test_local_account_kubeconfig_is_kept():
     assert config["users"][0]["user"] == cert
 
 
-AZURE_RAW = {
-    "cloud": "azure",
-    "environment": "production",
-    "cluster": {"name": "ml-prod", "region": "eastus2"},
-    "gpuPools": [{"name": "a100-infer", "instanceType": "Standard_NC96ads_A100_v4", "maxNodes": 2,
-                  "sharing": {"mode": "mig", "migProfile": "all-1g.10gb"}}],
-    "teams": [{"name": "serving", "quotas": {"a100-infer": 8}}],
-}
-
-
-def azure_problems(sharing: dict, **pool) -> dict[str, str]:
-    raw = yaml.safe_load(yaml.safe_dump(AZURE_RAW))
-    raw["gpuPools"][0].update(sharing=sharing, **pool)
-    with pytest.raises(ConfigError) as info:
-        validate(raw)
-    return {p.path: p.message for p in info.value.problems}
+AZURE_RAW = one_mig_pool("azure", {"name": "ml-prod", "region": "eastus2"}, "a100-infer", "Standard_NC96ads_A100_v4",
+                         environment="production")
 
 
 @pytest.mark.parametrize("layout, fragment", [
@@ -235,7 +211,7 @@ def azure_problems(sharing: dict, **pool) -> dict[str, str]:
     ("all-1g.20gb", "MIG1g always creates 1g.10gb on A100-80GB; use all-1g.10gb"),
 ])
 def test_mig_layouts_aks_cannot_express(layout, fragment):
-    found = azure_problems({"mode": "mig", "migProfile": layout})
+    found = first_pool_problems(AZURE_RAW, {"mode": "mig", "migProfile": layout})
     assert fragment in found["gpuPools[0].sharing.migProfile"]
 
 
@@ -247,7 +223,7 @@ def test_mig_layouts_aks_can_express(layout):
 
 
 def test_aks_mig_needs_the_aks_driver():
-    found = azure_problems({"mode": "mig", "migProfile": "all-1g.10gb"}, driver="operator")
+    found = first_pool_problems(AZURE_RAW, {"mode": "mig", "migProfile": "all-1g.10gb"}, driver="operator")
     assert "operator cannot be combined with sharing mode mig on AKS" in found["gpuPools[0].driver"]
 
 

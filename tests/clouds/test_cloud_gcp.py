@@ -9,7 +9,8 @@ import yaml
 
 from components.clouds.gcp.cluster import gke_kubeconfig, guest_accelerator
 from components.config import ConfigError, validate
-from gpu_platform.engine import plan_stack
+from support.plans import one, plan_fixture
+from support.validation import first_pool_problems, one_mig_pool
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -30,25 +31,9 @@ VARIANT_OVERRIDES = {
 }
 
 
-@pytest.fixture(scope="module")
-def prod():
-    return plan_stack("gcp-prod")
-
-
-@pytest.fixture(scope="module")
-def dev():
-    return plan_stack("gcp-dev")
-
-
-@pytest.fixture(scope="module")
-def variant():
-    return plan_stack("gcp-prod", config_overrides=VARIANT_OVERRIDES)
-
-
-def one(plan, type_, name):
-    matches = [r for r in plan.resources if r.type == type_ and r.name == name]
-    assert len(matches) == 1, f"{type_} {name}: {[r.name for r in plan.of_type(type_)]}"
-    return matches[0]
+prod = plan_fixture("gcp-prod")
+dev = plan_fixture("gcp-dev")
+variant = plan_fixture("gcp-prod", VARIANT_OVERRIDES)
 
 
 def node_pool(plan, cluster, pool):
@@ -211,22 +196,8 @@ def test_kubeconfig_uses_gke_auth_plugin():
     assert config["current-context"] == "ml"
 
 
-GCP_RAW = {
-    "cloud": "gcp",
-    "cluster": {"name": "ml", "region": "us-central1", "authorizedNetworks": ["203.0.113.0/24"],
-                "gcp": {"project": "p", "zones": ["us-central1-a"]}},
-    "gpuPools": [{"name": "a100", "instanceType": "a2-ultragpu-8g", "maxNodes": 2,
-                  "sharing": {"mode": "mig", "migProfile": "all-1g.10gb"}}],
-    "teams": [{"name": "serving", "quotas": {"a100": 8}}],
-}
-
-
-def gcp_problems(sharing: dict, **pool) -> dict[str, str]:
-    raw = copy.deepcopy(GCP_RAW)
-    raw["gpuPools"][0].update(sharing=sharing, **pool)
-    with pytest.raises(ConfigError) as info:
-        validate(raw)
-    return {p.path: p.message for p in info.value.problems}
+GCP_RAW = one_mig_pool("gcp", {"name": "ml", "region": "us-central1", "authorizedNetworks": ["203.0.113.0/24"],
+                               "gcp": {"project": "p", "zones": ["us-central1-a"]}}, "a100", "a2-ultragpu-8g")
 
 
 @pytest.mark.parametrize("layout, fragment", [
@@ -235,7 +206,8 @@ def gcp_problems(sharing: dict, **pool) -> dict[str, str]:
     ("all-1g.10gb+me", "GKE gpuPartitionSize has no media-extension (+me) profiles"),
 ])
 def test_mig_layouts_gke_cannot_express(layout, fragment):
-    assert fragment in gcp_problems({"mode": "mig", "migProfile": layout})["gpuPools[0].sharing.migProfile"]
+    found = first_pool_problems(GCP_RAW, {"mode": "mig", "migProfile": layout})
+    assert fragment in found["gpuPools[0].sharing.migProfile"]
 
 
 def test_gke_partition_sizes_are_not_limited_to_the_smallest():
@@ -250,12 +222,12 @@ def test_gke_partition_sizes_are_not_limited_to_the_smallest():
     {"mode": "mps", "replicas": 4},
 ])
 def test_gke_pool_sharing_needs_the_gke_driver(sharing):
-    found = gcp_problems(sharing, driver="operator")
+    found = first_pool_problems(GCP_RAW, sharing, driver="operator")
     assert f"operator cannot be combined with sharing mode {sharing['mode']} on GKE" in found["gpuPools[0].driver"]
 
 
 def test_gke_sharing_replicas_limit():
-    found = gcp_problems({"mode": "time-slicing", "replicas": 49})
+    found = first_pool_problems(GCP_RAW, {"mode": "time-slicing", "replicas": 49})
     assert found["gpuPools[0].sharing.replicas"] == "must be <= 48 on GKE; got 49"
 
 

@@ -21,6 +21,7 @@ from gpu_platform.engine.plan import read_stack_config, run_program
 from gpu_platform.engine.wire import _SECRET_SIG, _SIG
 
 from support.paths import ROOT
+from support.plans import one, plan_file_fixture, plan_fixture
 
 NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
 GPU_POOL = "gpu-platform:cluster:GpuNodePool"
@@ -72,29 +73,9 @@ EXISTING = textwrap.dedent("""\
     """)
 
 
-@pytest.fixture(scope="module")
-def prod():
-    return plan_stack("oci-prod")
-
-
-@pytest.fixture(scope="module")
-def dev(tmp_path_factory):
-    path = tmp_path_factory.mktemp("stacks") / "Pulumi.oci-dev.yaml"
-    path.write_text(DEV)
-    return plan_stack(file=path)
-
-
-@pytest.fixture(scope="module")
-def existing(tmp_path_factory):
-    path = tmp_path_factory.mktemp("stacks") / "Pulumi.oci-net.yaml"
-    path.write_text(EXISTING)
-    return plan_stack(file=path)
-
-
-def one(plan, type_, name):
-    found = [r for r in plan.resources if r.type == type_ and r.name == name]
-    assert len(found) == 1, f"{type_} {name}: {len(found)} found"
-    return found[0]
+prod = plan_fixture("oci-prod")
+dev = plan_file_fixture("Pulumi.oci-dev.yaml", DEV)
+existing = plan_file_fixture("Pulumi.oci-net.yaml", EXISTING)
 
 
 def gpu_node_pools(plan):

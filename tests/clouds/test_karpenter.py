@@ -17,9 +17,10 @@ from components.config.provisioning import provisioner_version_check
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config
 
-from support.clouds import NODE_POOL_SPEC, integral, karpenter_cluster
+from support.clouds import NODE_POOL_SPEC, assert_node_pools_follow, by_pool, integral, karpenter_cluster
 from support.helm import Helm, chart_package, extract_helm
 from support.paths import ROOT, strict_schema, upstream
+from support.plans import plan_fixture
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
@@ -53,18 +54,8 @@ NODE_CLASS_SPEC = {
         "tags": {"type": "object", "additionalProperties": {"type": "string"}}}}
 
 
-@pytest.fixture(scope="module")
-def plan():
-    return plan_stack("aws-dev", config_overrides=karpenter_cluster())
-
-
-@pytest.fixture(scope="module")
-def default_plan():
-    return plan_stack("aws-dev")
-
-
-def by_pool(plan, type_):
-    return {r.inputs["metadata"]["name"].removeprefix("gpu-"): r for r in plan.of_type(type_)}
+plan = plan_fixture("aws-dev", karpenter_cluster())
+default_plan = plan_fixture("aws-dev")
 
 
 def raw_config(**changes):
@@ -192,12 +183,7 @@ def test_karpenter_replaces_autoscaler_and_gpu_node_groups(plan):
 
 
 def test_objects_follow_the_charts_and_sit_under_their_pools(plan):
-    urns = {r.name: r.urn for r in plan.resources}
-    for pool, node_pool in by_pool(plan, NODE_POOL).items():
-        assert node_pool.parent.endswith(f"GpuNodePool::ml-dev-{pool}")
-        deps = node_pool.options.get("dependsOn", [])
-        assert urns["karpenter-crds"] in deps and urns["karpenter-release"] in deps
-        assert urns[f"karpenter-{pool}-node-class"] in deps
+    assert_node_pools_follow(plan, NODE_POOL, "ml-dev", "karpenter-crds", "karpenter-release")
 
 
 def test_node_pools_carry_the_pool(plan):

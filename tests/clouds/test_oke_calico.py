@@ -14,7 +14,7 @@ from gpu_platform.engine.plan import read_stack_config
 from policy_fixtures import ids, run
 from support.helm import Helm, chart_package, extract_helm
 from support.paths import ROOT, strict_schema, upstream
-from support.policy import base_plan
+from support.policy import base_plan, only_rule_fails
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 OKE = "oci:ContainerEngine/cluster:Cluster"
@@ -134,6 +134,4 @@ def test_oci_prod_passes_gpu016_without_an_exemption():
 def test_one_changed_field_fails_gpu016_on_oci_prod(change, expected):
     plan = base_plan("oci-prod")
     change(plan)
-    report = run(plan, "GPU016", environment=None)
-    assert ids(report) == ["GPU016"]
-    assert any(expected in f.message for f in report.findings), [f.message for f in report.findings]
+    only_rule_fails(plan, "GPU016", expected)

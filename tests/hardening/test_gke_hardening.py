@@ -10,39 +10,19 @@ import pytest
 
 from components.clouds.gcp.cluster import NODE_ROLES, node_service_account_id
 from components.config import ConfigError, validate
-from gpu_platform.engine import plan_stack
-from gpu_platform.engine.plan import read_stack_config
 
 from support.paths import ROOT
+from support.plans import one, plan_fixture
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
 ACCOUNT = "gcp:serviceaccount/account:Account"
 IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
-DEV_CLUSTER = read_stack_config(ROOT / "stacks" / "Pulumi.gcp-dev.yaml")["gpu-platform:cluster"]
 
 
-@pytest.fixture(scope="module")
-def prod():
-    return plan_stack("gcp-prod")
-
-
-@pytest.fixture(scope="module")
-def dev():
-    return plan_stack("gcp-dev")
-
-
-@pytest.fixture(scope="module")
-def dev_authorized():
-    cluster = copy.deepcopy(DEV_CLUSTER)
-    cluster["authorizedNetworks"] = ["203.0.113.0/24", "198.51.100.7/32"]
-    return plan_stack("gcp-dev", config_overrides={"gpu-platform:cluster": cluster})
-
-
-def one(plan, type_, name):
-    found = [r for r in plan.resources if r.type == type_ and r.name == name]
-    assert len(found) == 1, f"{type_} {name}: {[r.name for r in plan.of_type(type_)]}"
-    return found[0]
+prod = plan_fixture("gcp-prod")
+dev = plan_fixture("gcp-dev")
+dev_authorized = plan_fixture("gcp-dev", cluster={"authorizedNetworks": ["203.0.113.0/24", "198.51.100.7/32"]})
 
 
 RAW = {

@@ -79,6 +79,14 @@ def plan_json(tmp_path_factory):
 TRACE = "job_id,team,submit_s,duration_s,gpus,pool,priority\nj1,team-a,0,100,1,,\nj2,team-b,5,50,2,,high\n"
 
 
+def check_and_simulate(path: Path, trace: Path, tally: Tally, label: str) -> None:
+    """`check` and `simulate` on one plan file, each outcome tallied under the command's name and `label`."""
+    for argv in (["check", "--plan", str(path)],
+                 ["simulate", "--plan", str(path), "--trace", str(trace), "--team-map", "auto", "--baseline", "none"]):
+        outcome, _, _, err = run_cli(argv)
+        tally.record(outcome, f"{argv[0]}{label}: {err}")
+
+
 def test_fuzz_plan_files(plan_json):
     """`check --plan` and `simulate --plan` on mutated plan JSON."""
     tally = Tally("check/simulate --plan (plan files)")
@@ -89,11 +97,7 @@ def test_fuzz_plan_files(plan_json):
         @given(st.data())
         def case(data):
             path = write(Path(tmp), "plan.json", json.dumps(mutate(plan_json, data.draw)))
-            for argv in (["check", "--plan", str(path)],
-                         ["simulate", "--plan", str(path), "--trace", str(trace), "--team-map", "auto",
-                          "--baseline", "none"]):
-                outcome, _, _, err = run_cli(argv)
-                tally.record(outcome, f"{argv[0]}: {err}")
+            check_and_simulate(path, trace, tally, "")
 
         case()
         for i, content in enumerate(("null", "[]", "{}", '{"resources": []}', "1" * 5000, "[" * 100000,
@@ -204,11 +208,7 @@ def test_fuzz_plan_quantities():
                 if namespace_quota and r["type"] == "kubernetes:core/v1:ResourceQuota":
                     r["inputs"]["spec"]["hard"] = {k: quantity for k in r["inputs"]["spec"]["hard"]}
             path = write(Path(tmp), "plan.json", json.dumps(plan))
-            for argv in (["check", "--plan", str(path)],
-                         ["simulate", "--plan", str(path), "--trace", str(trace), "--team-map", "auto",
-                          "--baseline", "none"]):
-                outcome, _, _, err = run_cli(argv)
-                tally.record(outcome, f"{argv[0]} {field}={quantity!r}: {err}")
+            check_and_simulate(path, trace, tally, f" {field}={quantity!r}")
 
         case()
     _report(tally)

@@ -14,6 +14,7 @@ from gpu_platform.engine.mocks import fake_id
 from gpu_platform.engine.plan import read_stack_config
 
 from support.paths import ROOT
+from support.plans import one, plan_fixture
 
 NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
 GPU_POOL = "gpu-platform:cluster:GpuNodePool"
@@ -23,22 +24,9 @@ NSG_RULE = "oci:Core/networkSecurityGroupSecurityRule:NetworkSecurityGroupSecuri
 PROD_CLUSTER = read_stack_config(ROOT / "stacks" / "Pulumi.oci-prod.yaml")["gpu-platform:cluster"]
 
 
-@pytest.fixture(scope="module")
-def prod():
-    return plan_stack("oci-prod")
-
-
-@pytest.fixture(scope="module")
-def public_authorized():
-    cluster = copy.deepcopy(PROD_CLUSTER)
-    cluster.update(privateEndpoint=False, authorizedNetworks=["203.0.113.0/24", "198.51.100.0/25"])
-    return plan_stack("oci-prod", config_overrides={"gpu-platform:cluster": cluster})
-
-
-def one(plan, type_, name):
-    found = [r for r in plan.resources if r.type == type_ and r.name == name]
-    assert len(found) == 1, f"{type_} {name}: {[r.name for r in plan.of_type(type_)]}"
-    return found[0]
+prod = plan_fixture("oci-prod")
+public_authorized = plan_fixture(
+    "oci-prod", cluster={"privateEndpoint": False, "authorizedNetworks": ["203.0.113.0/24", "198.51.100.0/25"]})
 
 
 def gpu_node_pools(plan):

@@ -7,36 +7,25 @@ import dataclasses
 
 import pytest
 
-from components.config.model import Policy
-from gpu_platform.engine import plan_stack
-from gpu_platform.engine.plan import read_stack_config
-from gpu_platform.policy.runner import evaluate
-from policies import context
-from policies.rules import BY_ID
 from policies.shapes import KARPENTER
 
-from support.paths import ROOT
+from support.clouds import karpenter_cluster
+from support.plans import plan_fixture
+from support.policy import editable, rule_findings
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 
-
-@pytest.fixture(scope="module")
-def compliant():
-    raw = read_stack_config(ROOT / "stacks" / "Pulumi.aws-dev.yaml")
-    return plan_stack("aws-dev", config_overrides={
-        "gpu-platform:cluster": {**raw["gpu-platform:cluster"], "aws": {"provisioner": "karpenter"}}})
+compliant = plan_fixture("aws-dev", karpenter_cluster())
 
 
 @pytest.fixture
 def plan(compliant):
     """A copy of the compliant plan to change one field in."""
-    return dataclasses.replace(compliant, resources=[dataclasses.replace(r, inputs=copy.deepcopy(r.inputs))
-                                                     for r in compliant.resources])
+    return editable(compliant)
 
 
 def findings(plan, rule):
-    report = evaluate(plan, context.build("development", Policy()), [BY_ID[rule]])
-    return [(f.resource, f.message) for f in report.findings]
+    return rule_findings(plan, rule, "development")
 
 
 def node_pool(plan, pool="l4-dev"):

@@ -6,7 +6,7 @@ import pytest
 from components.config import validate
 from components.config.parse import parse
 
-from support.scheduling import problems
+from support.validation import problems
 
 
 def warnings(raw: dict) -> dict[str, str]:

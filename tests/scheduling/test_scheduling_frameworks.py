@@ -17,7 +17,8 @@ from components.system_pool import SYSTEM_TOLERATION
 from gpu_platform.engine import plan_stack
 
 from support.paths import ROOT, upstream
-from support.scheduling import problems, with_frameworks
+from support.scheduling import with_frameworks
+from support.validation import problems
 from support.stacks import by_name, ours, stack_config
 
 ALL = ["jobset", "trainer", "leaderworkerset", "kuberay"]

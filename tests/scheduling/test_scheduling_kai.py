@@ -20,6 +20,7 @@ from gpu_platform.engine.mermaid import render_mermaid
 from gpu_platform.engine.platform_view import platform_view
 
 from support.paths import STACKS
+from support.scheduling import checked_queues
 from support.stacks import by_name, crd_errors, objects, ours, planned, stack_config, whole, with_scheduler
 
 QUEUE_CRD = "kai-scheduler/crds/scheduling.run.ai_queues.yaml"
@@ -35,12 +36,7 @@ def release(plan):
 
 
 def test_every_queue_validates_against_the_kai_crd():
-    checked = 0
-    for stack in STACKS:
-        for queue in objects(planned(stack, "kai"), "Queue"):
-            assert queue["apiVersion"] == "scheduling.run.ai/v2"
-            assert crd_errors(QUEUE_CRD, "v2", queue) == [], queue["metadata"]
-            checked += 1
+    checked = checked_queues("kai", STACKS, QUEUE_CRD, "v2", "scheduling.run.ai/v2")
     assert checked == sum(len(stack_config(s)["gpu-platform:teams"]) + 1 for s in STACKS)  # + the department
     assert crd_errors(QUEUE_CRD, "v2", {"apiVersion": kai.API, "kind": "Queue", "metadata": {"name": "q"},
                                         "spec": {"resources": {"gpus": {"quota": 1}}}})  # strictness bites

@@ -17,7 +17,7 @@ from components.scheduling.kueue import component as kueue
 from gpu_platform.engine import plan_stack
 
 from support.paths import upstream
-from support.scheduling import problems
+from support.validation import problems
 from support.stacks import by_name, crd_errors, planned, stack_config
 
 TOPOLOGY_CRD = "kueue/crds/kueue.x-k8s.io_topologies.yaml"

@@ -9,7 +9,8 @@ from components.config import validate
 from components.scheduling.volcano import component as volcano
 
 from support.paths import STACKS, upstream
-from support.stacks import by_name, crd_errors, objects, ours, planned, stack_config, whole
+from support.scheduling import checked_queues
+from support.stacks import by_name, crd_errors, ours, planned, stack_config, whole
 
 QUEUE_CRD = "volcano/crds/scheduling.volcano.sh_queues.yaml"
 # Actions and plugins the v1.15 scheduler registers (pkg/scheduler/actions, pkg/scheduler/plugins).
@@ -37,12 +38,7 @@ def queues(plan) -> dict[str, dict]:
 
 
 def test_every_queue_validates_against_the_volcano_crd():
-    checked = 0
-    for stack in STACKS:
-        for queue in objects(planned(stack, "volcano"), "Queue"):
-            assert queue["apiVersion"] == "scheduling.volcano.sh/v1beta1"
-            assert crd_errors(QUEUE_CRD, "v1beta1", queue) == [], queue["metadata"]
-            checked += 1
+    checked = checked_queues("volcano", STACKS, QUEUE_CRD, "v1beta1", "scheduling.volcano.sh/v1beta1")
     assert checked == sum(len(stack_config(s)["gpu-platform:teams"]) for s in STACKS)
     assert crd_errors(QUEUE_CRD, "v1beta1", {"apiVersion": volcano.API, "kind": "Queue", "metadata": {"name": "q"},
                                              "spec": {"guarantee": {"nvidia.com/gpu": 1}}})  # strictness bites

@@ -6,22 +6,16 @@ import json
 import pytest
 
 from gpu_platform.cli import main
-from gpu_platform.engine import plan_stack
 from gpu_platform.simulator import SimulationError, load_model
 from gpu_platform.simulator.report import summarize
 
 from support.simulator import run
 from support.stacks import planned
+from support.plans import plan_fixture
 
 
-@pytest.fixture(scope="module")
-def aws_plan():
-    return plan_stack("aws-prod")
-
-
-@pytest.fixture(scope="module")
-def gcp_dev_plan():
-    return plan_stack("gcp-dev")
+aws_plan = plan_fixture("aws-prod")
+gcp_dev_plan = plan_fixture("gcp-dev")
 
 
 def test_aws_prod_model_comes_from_the_planned_kueue_objects(aws_plan):

@@ -56,6 +56,21 @@ def integral(value):
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
+def by_pool(plan, type_):
+    """Karpenter objects of one type by the GPU pool they are for (their names are gpu-<pool>)."""
+    return {r.inputs["metadata"]["name"].removeprefix("gpu-"): r for r in plan.of_type(type_)}
+
+
+def assert_node_pools_follow(plan, node_pool_type: str, cluster: str, *first: str) -> None:
+    """Each Karpenter NodePool sits under its GpuNodePool and depends on its NodeClass and on the resources `first`."""
+    urns = {r.name: r.urn for r in plan.resources}
+    for pool, node_pool in by_pool(plan, node_pool_type).items():
+        assert node_pool.parent.endswith(f"GpuNodePool::{cluster}-{pool}")
+        deps = node_pool.options.get("dependsOn", [])
+        for name in (*first, f"karpenter-{pool}-node-class"):
+            assert urns[name] in deps, name
+
+
 def karpenter_cluster(**aws):
     raw = read_stack_config(ROOT / "stacks" / "Pulumi.aws-dev.yaml")
     return {"gpu-platform:cluster": {**raw["gpu-platform:cluster"], "aws": {"provisioner": "karpenter", **aws}}}

@@ -22,6 +22,7 @@ from typing import Any, Callable
 import yaml
 from hypothesis import strategies as st
 
+from support.clouds import EXISTING
 from support.paths import ROOT
 
 STACK_FILES = sorted((ROOT / "stacks").glob("Pulumi.*.yaml"))
@@ -217,23 +218,15 @@ def text_mutations(text: str) -> list[bytes]:
 
 
 # A seed stack with the fields the example stacks leave out (a Capacity Block, an adopted Prometheus by URL), so
-# mutations reach their checks too.
-EXTRA_SEED = """\
-config:
-  gpu-platform:cloud: aws
-  gpu-platform:environment: development
-  gpu-platform:cluster:
-    name: ml-lab
-    region: eu-west-1
-    authorizedNetworks: [203.0.113.0/24]
-    aws:
-      capacityBlocks:
-        h100-block: {reservationId: cr-0123456789abcdef0, availabilityZone: eu-west-1b}
-  gpu-platform:gpuPools:
-    - {name: l40s, instanceType: g6e.12xlarge, maxNodes: 2, capacityType: spot, workload: inference}
-    - {name: h100-block, instanceType: p5.48xlarge, minNodes: 2, maxNodes: 2, capacityType: reserved}
-  gpu-platform:teams:
-    - {name: lab, quotas: {l40s: 8, h100-block: 16}}
+# mutations reach their checks too: the Capacity Block stack of support/clouds.py on a created network with the
+# default image.
+_EXISTING_NETWORK_AND_IMAGE = """\
+      vpcId: vpc-0abc
+      subnetIds: [subnet-0aaa, subnet-0bbb, subnet-0ccc]
+      amiType: BOTTLEROCKET_x86_64_NVIDIA
+"""
+assert _EXISTING_NETWORK_AND_IMAGE in EXISTING
+EXTRA_SEED = EXISTING.replace(_EXISTING_NETWORK_AND_IMAGE, "") + """\
   gpu-platform:observability:
     prometheus: {install: false, url: "http://prometheus.monitoring:9090"}
 """

@@ -1,11 +1,14 @@
 """Helpers the policy tests share (moved out of the test modules that defined them)."""
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 from datetime import date, timedelta
 
 import pytest
 
+from components.config.model import Policy
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import Plan
 from gpu_platform.policy.runner import evaluate
@@ -13,7 +16,7 @@ from policies import context
 from policies.exemptions import read_policy
 from policies.rules import BY_ID
 
-from policy_fixtures import TODAY, inputs, load
+from policy_fixtures import TODAY, ids, inputs, load, run
 
 
 _PLANS: dict[str, dict] = {}
@@ -23,6 +26,25 @@ def base_plan(stack: str) -> dict:
     if stack not in _PLANS:
         _PLANS[stack] = plan_stack(stack).to_json()
     return json.loads(json.dumps(_PLANS[stack]))
+
+
+def editable(plan: Plan) -> Plan:
+    """A copy of a plan whose resource inputs a test may change without touching the module's shared plan."""
+    return dataclasses.replace(plan, resources=[dataclasses.replace(r, inputs=copy.deepcopy(r.inputs))
+                                                for r in plan.resources])
+
+
+def rule_findings(plan: Plan, rule: str, environment: str) -> list[tuple[str, str]]:
+    """(resource, message) of each finding one rule makes on a plan, under the default policy."""
+    report = evaluate(plan, context.build(environment, Policy()), [BY_ID[rule]])
+    return [(f.resource, f.message) for f in report.findings]
+
+
+def only_rule_fails(plan: dict, rule: str, expected: str) -> None:
+    """`rule` alone fails the plan, with `expected` in one of its findings."""
+    report = run(plan, rule, environment=None)
+    assert ids(report) == [rule]
+    assert any(expected in f.message for f in report.findings), [f.message for f in report.findings]
 
 
 LONG_REASON = "capacity reservation migration, owned by the platform team (PLAT-123)"

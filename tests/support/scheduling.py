@@ -1,11 +1,7 @@
 """Helpers the scheduling tests share (moved out of the test modules that defined them)."""
 from __future__ import annotations
 
-import pytest
-
-from components.config import ConfigError, validate
-
-from support.stacks import stack_config
+from support.stacks import crd_errors, objects, planned, stack_config
 
 
 def with_frameworks(names, **scheduler):
@@ -13,7 +9,12 @@ def with_frameworks(names, **scheduler):
     return {"gpu-platform:scheduler": {**current, "frameworks": names, **scheduler}}
 
 
-def problems(raw: dict) -> dict[str, str]:
-    with pytest.raises(ConfigError) as info:
-        validate(raw)
-    return {p.path: p.message for p in info.value.problems}
+def checked_queues(framework: str, stacks, crd: str, version: str, api_version: str) -> int:
+    """How many Queues `framework` plans on `stacks`, each of `api_version` and valid against the upstream CRD."""
+    checked = 0
+    for stack in stacks:
+        for queue in objects(planned(stack, framework), "Queue"):
+            assert queue["apiVersion"] == api_version
+            assert crd_errors(crd, version, queue) == [], queue["metadata"]
+            checked += 1
+    return checked

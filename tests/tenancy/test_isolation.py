@@ -21,7 +21,7 @@ from components.tenancy.queue_gate import POLICY as QUEUE_GATE
 from gpu_platform.engine import plan_stack
 
 from support.paths import STACKS, upstream
-from support.scheduling import problems
+from support.validation import problems
 from support.stacks import by_name, planned, stack_config, whole
 
 PSA = "pod-security.kubernetes.io"
