@@ -51,9 +51,13 @@ class Team:
 @dataclass(frozen=True)
 class PlatformView:
     scheduler: str  # kueue | volcano | kai | ""
-    cohorts: bool  # borrowing stays inside a team's cohort (Kueue); otherwise any queue on the pool lends
     pools: tuple[Pool, ...]
     teams: tuple[Team, ...]
+
+    @property
+    def cohorts(self) -> bool:
+        """Whether borrowing stays inside a team's cohort (Kueue); otherwise any queue on the pool lends."""
+        return _READERS.get(self.scheduler, (None, False))[1]
 
     def borrowing(self) -> list[tuple[str, str, str]]:
         """(borrower, lender, pool): a team whose queue may borrow on a pool from a team that holds quota there
@@ -170,10 +174,10 @@ def _scheduler(plan: Plan) -> str:
 
 def platform_view(plan: Plan) -> PlatformView:
     scheduler = _scheduler(plan)
-    read, cohorts = _READERS.get(scheduler, (None, False))
+    read = _READERS.get(scheduler, (None, False))[0]
     teams = []
     for team in plan.of_type(TEAM_TYPE):
         name = team.inputs["team"]
         queue, cohort, quotas = read(plan, name) if read else ("", "", ())
         teams.append(Team(name, str(team.inputs.get("priority", "")), queue, cohort, quotas))
-    return PlatformView(scheduler, cohorts, _pools(plan), tuple(teams))
+    return PlatformView(scheduler, _pools(plan), tuple(teams))
