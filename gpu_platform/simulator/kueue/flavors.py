@@ -147,20 +147,21 @@ class FlavorAssigner(Preemptor):
         for fr in cq.frs[job.bucket]:
             if units > self.potential(cq, fr):
                 continue
-            if units <= self.available(cq, fr):
+            available = self.available(cq, fr)
+            if units <= available:
                 if self._tas_nodes(fr, job) is not None:
                     return Entry(cq, job, FIT, fr, cq.usage[fr] + units > cq.nominal[fr])
                 self._tas_short = True
                 continue  # quota fits, no topology domain holds the gang: NoFit on this flavor
             if units <= cq.nominal[fr] or self._may_preempt_while_borrowing(cq):
-                preemptible.append(fr)
+                preemptible.append((fr, available))  # (the search below changes no other flavor's usage)
             # else NoFit: fitsResourceQuota looks for targets only for a request within nominal quota
         # With the default flavorFungibility (whenCanPreempt: TryNextFlavor) every flavor is tried and the best
         # preemption kept (isPreferred, BorrowingOverPreemption): reclaiming only from other queues before
         # preempting in its own, then not borrowing after the preemptions, then flavor order.
         best, best_key = None, None
-        for fr in preemptible:
-            targets = self._targets(cq, job, fr)
+        for fr, available in preemptible:
+            targets = self._targets(cq, job, fr, available)
             if targets and not self._tas_fits_without(fr, job, targets):
                 # Kueue recomputes the TAS assignment with the targets gone (scheduler.go); targets chosen by quota
                 # whose nodes leave no domain for the gang would be evicted for nothing, again and again.
@@ -175,7 +176,7 @@ class FlavorAssigner(Preemptor):
         if best is not None:
             return best
         if preemptible:
-            fr = preemptible[0]
+            fr = preemptible[0][0]
             return Entry(cq, job, PREEMPT, fr, cq.usage[fr] + units > cq.nominal[fr])
         return None
 
