@@ -43,7 +43,7 @@ KUEUE_LARGE_SCALE_CLASSES = (
 # The cycle model calibrated on the baseline (docs/simulator.md explains how): the fixed cycle and finish latency,
 # with the API client's rate limit at Kueue v0.19.2's defaults (apis/config/v1beta2/defaults.go: QPS 300, burst
 # 500). Its test runner finishes an eviction as soon as it sees one, so evictions take what a finish takes.
-KUEUE_CALIBRATED = Timing(cycle_s=0.25, finish_latency_s=1.0, evict_latency_s=1.0, api_qps=300.0, api_burst=500)
+KUEUE_CALIBRATED = Timing(cycle_s=0.25, finish_latency_s=0.55, evict_latency_s=0.55, api_qps=300.0, api_burst=500)
 # The performance test's minimalkueue sets its own client to QPS 50, burst 100 (test/performance/scheduler/
 # minimalkueue/main.go): not calibrated, read from the source.
 KUEUE_PERF_TIMING = replace(KUEUE_CALIBRATED, api_qps=50.0, api_burst=100)

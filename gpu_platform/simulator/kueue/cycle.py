@@ -19,10 +19,14 @@ preempting) until it reaches an entry that fits: it then waits in processEntry (
 admits that entry in hand once they are ready, before any later arrival is looked at.
 
 Cycles run back to back (pkg/util/wait's backoff between them is 1 to 10 ms), and each costs API writes through
-the manager's rate-limited client: an admission patch per admitted entry, an eviction per preemption target and a
-status patch per head it did not admit (requeueAndUpdate). The next cycle starts when they went through
-(`Timing.api_qps`/`api_burst`, a token bucket as client-go's); heads parked as inadmissible cost nothing, as in
-Kueue's inadmissible list.
+the manager's rate-limited client (`Timing.api_qps`/`api_burst`, a token bucket as client-go's): an admission patch
+per admitted entry, an eviction per preemption target and a status patch per head it did not admit
+(requeueAndUpdate); heads parked as inadmissible cost nothing, as in Kueue's inadmissible list. The admission patch
+is sent from a goroutine (scheduler.go `admit`), so a cycle does not wait for it; the evictions and status patches
+are synchronous, and as the limiter serves its waiters in order, they wait for every admission patch queued before
+them. The next cycle starts when the last synchronous write went through. Quota is held from the cycle (the
+workload is assumed in the cache) until the admission patch lands, the job runs and its end is seen, so while the
+client is congested, quota waits in its queue.
 """
 from __future__ import annotations
 
@@ -75,6 +79,7 @@ class KueueScheduler(FlavorAssigner):
         self.patched: set[int] = set()  # queued jobs whose Pending condition is written
         self.api_free = -math.inf  # when the rate limiter has let every write so far through
         self.api_tat = -math.inf  # the rate limiter's theoretical arrival time (GCRA)
+        self.cycle_free = -math.inf  # when the last cycle's synchronous writes went through
 
     # ---- engine hooks -----------------------------------------------------------------------------------------
     def wants_cycle(self) -> bool:
@@ -111,7 +116,7 @@ class KueueScheduler(FlavorAssigner):
         return self.blocked
 
     def busy_until(self) -> float:
-        return self.api_free
+        return self.cycle_free
 
     def _write(self, t: float, count: int = 1) -> float:
         """Pass `count` API writes issued at `t` through client-go's token bucket (`api_qps` refill, `api_burst`
@@ -132,8 +137,12 @@ class KueueScheduler(FlavorAssigner):
             self.writes += 1
 
     def _charge_writes(self, t: float) -> None:
-        """The cycle's status patches and evictions, issued after its admissions."""
-        self._write(t, self.writes)
+        """The cycle's status patches and evictions, issued after its admissions. Kueue waits for these (they
+        are synchronous) but not for the admission patches, which go out in goroutines; client-go's limiter serves
+        waiters in order, so a cycle with one synchronous write waits for every admission queued before it, and a
+        cycle without one does not wait at all."""
+        if self.writes:
+            self.cycle_free = self._write(t, self.writes)
         self.writes = 0
 
     def started(self, job: Job, t: float) -> None:
