@@ -404,7 +404,8 @@ class Simulation:
         admission (Kueue TAS): the pods carry those nodes in their selectors, so they bind there at once.
         `landed` is when the admission reaches the API server (the scheduler's rate-limited client), if later than
         `t`: a job without nodes is seen admitted and starts then; on nodes its pods are still created at `t`
-        (a real stack's client, 300 QPS with a burst of 500, keeps that lag to a fraction of a second).
+        (a real stack's client, 300 QPS with a burst of 500, keeps that lag to a fraction of a second). With
+        `place_now` it is when the binds went through: the nodes are taken at `t`, the job starts then.
         """
         self._demand(job, -1)
         self.changes += 1
@@ -434,11 +435,11 @@ class Simulation:
         if self.model.scheduler == "kueue" and self.model.gang.enabled:
             self.push(t + self.model.gang.timeout_s, TIMEOUT, job, job.run)
         if place_now:
-            self._place(group, t)
+            self._place(group, t, landed)
         elif group not in self.touched:
             self.touched.append(group)
 
-    def _place(self, group: NodeGroup, t: float) -> None:
+    def _place(self, group: NodeGroup, t: float, landed: float | None = None) -> None:
         """Bind waiting pods in queue order wherever they fit (unschedulable pods are skipped, as kube-scheduler
         does); jobs whose last pod is bound start."""
         pending = group.pending
@@ -464,8 +465,9 @@ class Simulation:
                 started.append(job)
             if pending:
                 smallest = min(group.pending_sizes)
+        start = t if landed is None else max(t, landed)
         for job in started:
-            self._start(job, t)
+            self._start(job, start)
 
     def _unpend(self, group: NodeGroup, size: int) -> None:
         left = group.pending_sizes[size] - 1

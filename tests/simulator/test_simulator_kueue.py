@@ -312,11 +312,11 @@ def test_flavor_choice_prefers_reclaim_over_preemption_in_its_own_queue():
 
 def test_a_cycle_does_not_wait_for_its_admission_patches():
     # Kueue sends the admission patch from a goroutine (scheduler.go admit) and goes on with the next cycle; only
-    # synchronous writes (status patches, evictions) make a cycle wait. A client at 1 QPS, 1 token (plus the
-    # bucket's slack), one queue with room for all, a flavor without nodes (a job starts when its patch lands):
-    # cycles at 0, 0.25, 0.5 and 0.75 assume s1..s4, whose patches land at 0, 0.25, 1 and 2. b (priority 10)
-    # arrives at 0.8, after s4 was assumed, so its patch lands last, at 3. When a cycle waited for its
-    # admissions, the one after 0.5 came at 1, where b was the head and went before s4.
+    # synchronous writes (status patches, evictions) make a cycle wait. A client at 1 QPS with one token, one queue
+    # with room for all, a flavor without nodes (a job starts when its patch lands): the cycles at 0, 0.25, 0.5 and
+    # 0.75 assume s1..s4, whose patches land at 0, 1, 2 and 3. b (priority 10) arrives at 0.8, after s4 was
+    # assumed, so its patch lands last, at 4. When a cycle waited for its admissions, the cycle after s2's came at
+    # 1, where b was the head: b landed at 2, before s3 and s4.
     tiny = Model(scheduler="kueue", pools={}, flavors={"rf": Flavor("rf", None)},
                  queues={"q": Queue(name="q", cohort=None, quotas={("rf", "cpu"): Quota(10, None)})},
                  teams={"q": Team("q", "q")}, source="tiny")
@@ -324,5 +324,5 @@ def test_a_cycle_does_not_wait_for_its_admission_patches():
     trace.append(TraceJob("b", "q", 0.8, 100.0, 1, resource="cpu", priority=10))
     jobs = build_jobs(tiny, trace)
     Simulation(tiny, jobs, Timing(cycle_s=0.25, api_qps=1.0, api_burst=1)).run()
-    assert sorted((j.admit_t, j.id) for j in jobs) == [(0.0, "s1"), (0.25, "s2"), (1.0, "s3"), (2.0, "s4"),
-                                                        (3.0, "b")]
+    assert sorted((j.admit_t, j.id) for j in jobs) == [(0.0, "s1"), (1.0, "s2"), (2.0, "s3"), (3.0, "s4"),
+                                                        (4.0, "b")]

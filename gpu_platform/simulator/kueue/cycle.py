@@ -38,6 +38,7 @@ from gpu_platform.simulator.engine import ADMITTED, EVICTING, QUEUED, RUNNING, J
 from gpu_platform.simulator.kueue.flavors import ANYWHERE, FIT, PREEMPT, Entry, FlavorAssigner
 from gpu_platform.simulator.kueue.preemption import Target
 from gpu_platform.simulator.kueue.quota import CQ, Failure, Pending
+from gpu_platform.simulator.ratelimit import TokenBucket
 from gpu_platform.simulator.scheduler import Blocked, register
 
 
@@ -77,8 +78,7 @@ class KueueScheduler(FlavorAssigner):
         self.in_hand: Entry | None = None  # blockAdmission: the fitting entry the cycle waits on for readiness
         self.writes = 0  # API writes of the cycle in progress, other than admissions
         self.patched: set[int] = set()  # queued jobs whose Pending condition is written
-        self.api_free = -math.inf  # when the rate limiter has let every write so far through
-        self.api_tat = -math.inf  # the rate limiter's theoretical arrival time (GCRA)
+        self.client = TokenBucket(sim.timing.api_qps, sim.timing.api_burst)
         self.cycle_free = -math.inf  # when the last cycle's synchronous writes went through
 
     # ---- engine hooks -----------------------------------------------------------------------------------------
@@ -118,17 +118,6 @@ class KueueScheduler(FlavorAssigner):
     def busy_until(self) -> float:
         return self.cycle_free
 
-    def _write(self, t: float, count: int = 1) -> float:
-        """Pass `count` API writes issued at `t` through client-go's token bucket (`api_qps` refill, `api_burst`
-        tokens at most, as GCRA); returns when the last went through."""
-        timing = self.sim.timing
-        if not timing.api_qps or not count:
-            return t
-        tat = max(self.api_tat, t) + (count - 1) / timing.api_qps
-        self.api_tat = tat + 1 / timing.api_qps
-        self.api_free = max(self.api_free, t, tat - timing.api_burst / timing.api_qps)
-        return self.api_free
-
     def _status_patch(self, job: Job) -> None:
         """requeueAndUpdate's patch of a head not admitted: only when its QuotaReserved condition changes
         (PatchAdmissionStatus skips an unchanged one), taken as once per spell in the queue."""
@@ -142,7 +131,7 @@ class KueueScheduler(FlavorAssigner):
         waiters in order, so a cycle with one synchronous write waits for every admission queued before it, and a
         cycle without one does not wait at all."""
         if self.writes:
-            self.cycle_free = self._write(t, self.writes)
+            self.cycle_free = self.client.take(t, self.writes)
         self.writes = 0
 
     def started(self, job: Job, t: float) -> None:
@@ -424,5 +413,5 @@ class KueueScheduler(FlavorAssigner):
         # Quota is taken now (Kueue assumes the workload in its cache); the admission patch lands when the rate
         # limiter lets it through.
         self.sim.admit(job, fr[0], self.sim.groups.get((self.sim.flavor_pool(fr[0]), fr[1])), t,
-                       nodes=list(nodes) if nodes else None, landed=self._write(t))
+                       nodes=list(nodes) if nodes else None, landed=self.client.take(t))
 
