@@ -52,7 +52,7 @@ def add_parser(subparsers) -> None:
 
 
 MAX_NODES = 10_000  # per pool: ten times any cloud's node pool limit, and the simulator keeps state per node
-CYCLE_RANGE_S = (0.01, 3600.0)  # below 10 ms a long trace takes billions of cycles; the calibrated one is 0.4
+CYCLE_RANGE_S = (0.01, 3600.0)  # below 10 ms a long trace takes billions of cycles; the calibrated one is 0.25
 
 
 def _nodes(values: list[str], option: str = "--nodes") -> dict[str, int]:
