@@ -92,8 +92,8 @@ _INFINIBAND = Fabric(name="infiniband", resource="rdma/ib", chart="network-opera
 _NGC_NCCL_TESTS = NcclTestImage(
     image="nvcr.io/nvidia/pytorch:25.06-py3",
     binary="/usr/local/bin/all_reduce_perf_mpi",
-    source="NVIDIA's NGC PyTorch image (Microsoft publishes no version-tagged nccl-tests image; its AKS NCCL image, "
-           "Azure/ai-infrastructure-on-azure, is built on this one)",
+    source="NVIDIA's NGC PyTorch image, the base of Microsoft's AKS NCCL image in Azure/ai-infrastructure-on-azure; "
+           "Microsoft publishes none with a version tag",
     setup="apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "
           "openssh-server",
     mpirun="/usr/local/mpi/bin/mpirun")
