@@ -91,6 +91,7 @@ def test_manifest_is_valid_kubernetes_on_the_pools_nodes(stack, pool_name, capsy
     command = container["command"][2]
     test = nccl_manifest.test_image(config, pool)
     assert test.image == image and f"-np {2 * pool.instance.gpus} " in command and test.binary in command
+    assert f"{test.mpirun} --allow-run-as-root" in command
     assert all(f"-x {name}" in command for name in env) and set(dict(test.env)) <= set(env)
     if test.setup:  # what the image leaves out is in place before sshd starts
         assert command.index(test.setup) < command.index("/usr/sbin/sshd")

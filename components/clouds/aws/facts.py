@@ -92,11 +92,13 @@ _REGIONS = (
 
 # AWS's EFA test image (aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests): CUDA, the EFA installer,
 # aws-ofi-nccl, NCCL, nccl-tests built with MPI, Open MPI and sshd. Pinned: `latest` moves. EKS pools without EFA run
-# it too: with NCCL_NET=Socket its libfabric plugin stays unused.
+# it too: with NCCL_NET=Socket its libfabric plugin stays unused. Its Open MPI is the EFA installer's, under
+# /opt/amazon/openmpi (NVIDIA/aicr validators/performance/cre_fabric.go runs this tag's mpirun from there).
 _AWS_NCCL_TESTS = NcclTestImage(
     image="public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9",
     binary="/opt/nccl-tests/build/all_reduce_perf",
-    source="AWS's nccl-tests image, aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests")
+    source="AWS's nccl-tests image, aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests",
+    mpirun="/opt/amazon/openmpi/bin/mpirun")
 
 
 # EFA on EKS (EKS user guide "device-management-efa"): the EFA device plugin advertises vpc.amazonaws.com/efa, one per
