@@ -1,5 +1,6 @@
 """GCP facts: the GKE row of the cloud table, its regions and `cluster.gcp` keys, and the GPUDirect-TCPX/TCPXO
-fabric records. Free of Pulumi and the GCP SDK (config validation reads it)."""
+fabric records with what a pod using their NICs adds (workload_pod). Free of Pulumi and the GCP SDK (config
+validation reads it)."""
 from __future__ import annotations
 
 import json
