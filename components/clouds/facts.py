@@ -89,6 +89,22 @@ FabricInstaller = Callable[[str, Any, "tuple[Fabric, ...]", dict[str, dict[str, 
 
 
 @dataclass(frozen=True)
+class NcclTestImage:
+    """An image `gpu-platform nccl-test` runs: nccl-tests' all_reduce_perf built with MPI, Open MPI and OpenSSH, pinned,
+    from the cloud's (or NVIDIA's) own published test or framework images."""
+
+    image: str
+    binary: str  # all_reduce_perf (the MPI build) in the image
+    source: str  # who publishes the image and where it is documented, printed with a socket test's note
+    # Shell run on every rank before sshd starts, for what the image leaves to its callers (its sshd, its NCCL).
+    setup: str = ""
+    env: tuple[tuple[str, str], ...] = ()  # what the image needs set, e.g. LD_LIBRARY_PATH to its own NCCL
+    # mpirun by absolute path where the image's Open MPI is off the default PATH: Open MPI then takes its prefix from
+    # it, so the ranks started over SSH (with sshd's PATH) find orted.
+    mpirun: str = "mpirun"
+
+
+@dataclass(frozen=True)
 class Fabric:
     """A fast inter-node fabric a cloud offers GPU pools (gpuPools[].fabric), and what makes it usable in Kubernetes."""
 
@@ -120,10 +136,9 @@ class Fabric:
     # The fabric's nodes get their labels from the kubelet's --node-labels (self-managed nodes), which the
     # NodeRestriction admission plugin limits in the kubernetes.io and k8s.io domains.
     labels_via_kubelet: bool = False
-    # The NCCL test image with this fabric's transport and its all_reduce_perf path ("": the default EFA image;
-    # GKE GPUDirect's is its NCCL plugin installer image, which carries nccl-tests built against the plugin).
-    nccl_test_image: str = ""
-    nccl_test_binary: str = ""
+    # The NCCL test image with this fabric's transport (GKE GPUDirect's is its NCCL plugin installer image, which
+    # carries nccl-tests built against the plugin); None: the cloud's own (CloudProfile.nccl_test).
+    nccl_test: NcclTestImage | None = None
     # A fabric without a device plugin (resource and chart empty) reaches pods another way: on GKE through
     # multi-networking and a receive-datapath sidecar (gpudirect).
     gpudirect: "GpuDirect | None" = None
@@ -261,9 +276,9 @@ class CloudProfile:
     cloud_plugin_gpu_id_type: str = "uid"
     # Where the cloud-installed driver lives, when not where the operator looks (hostPaths.driverInstallDir).
     managed_driver_root: str = ""
-    # The nccl-test image and all_reduce_perf path for pools without a fabric (NCCL over TCP sockets); ("", ""): the
-    # command's default, AWS's public nccl-tests image.
-    nccl_socket_test: tuple[str, str] = ("", "")
+    # The nccl-test image of pools without a fabric (NCCL over TCP sockets) and of fabrics without their own: every
+    # cloud names one its vendor (or NVIDIA) publishes, so no pool runs another cloud's network stack.
+    nccl_test: NcclTestImage = field(kw_only=True)
     # The operator's toolkit must hand GPUs to containers through CDI on this cloud's node OS.
     needs_cdi: bool = False
     # system-node-critical/system-cluster-critical pods outside kube-system need a ResourceQuota admitting them.

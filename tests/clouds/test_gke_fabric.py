@@ -286,8 +286,8 @@ def test_nccl_test_uses_the_gpu_nics(machine, fabric):
     assert env == dict(fabric.env) and "NCCL_NET" not in env  # no socket fallback
     assert nccl["resources"]["limits"] == {"nvidia.com/gpu": "8"}
     command = nccl["command"][2]
-    assert fabric.nccl_test_binary == "/third_party/nccl-tests-mpi/build/all_reduce_perf"
-    assert fabric.nccl_test_binary in command and "--mca btl_tcp_if_include eth0" in command
+    assert fabric.nccl_test.binary == "/third_party/nccl-tests-mpi/build/all_reduce_perf"
+    assert fabric.nccl_test.binary in command and "--mca btl_tcp_if_include eth0" in command
     assert command.count("-x LD_LIBRARY_PATH") == 1
 
 

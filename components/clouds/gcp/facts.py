@@ -7,8 +7,8 @@ import json
 import re
 from typing import Any
 
-from components.clouds.facts import (API_EFFECTS, CloudProfile, ExtraKey, Fabric, GpuDirect, NetworkTopology,
-                                     PoolNaming, ipv4_network, minors, workload_mount)
+from components.clouds.facts import (API_EFFECTS, CloudProfile, ExtraKey, Fabric, GpuDirect, NcclTestImage,
+                                     NetworkTopology, PoolNaming, ipv4_network, minors, workload_mount)
 
 
 # The names both layers agree on: the VPC and subnet of each GPU NIC, created by the cluster (gpudirect.py) and named
@@ -148,7 +148,11 @@ def _gpudirect(name: str, plugin: str, env: tuple[tuple[str, str], ...], gpudire
                   needs_managed_driver=True, installer=_installer, workload_pod=workload_pod,
                   # The RxDM sidecar mounts /sys and /proc/sys and adds NET_ADMIN; the workload mounts the NCCL plugin.
                   pod_security="fabric-sidecar",
-                  nccl_test_image=plugin, nccl_test_binary=_GPUDIRECT_ALL_REDUCE, gpudirect=gpudirect)
+                  nccl_test=NcclTestImage(
+                      image=plugin, binary=_GPUDIRECT_ALL_REDUCE,
+                      source="Google's NCCL plugin image, GoogleCloudPlatform/container-engine-accelerators "
+                             f"{name}/nccl-test-latest.yaml"),
+                  gpudirect=gpudirect)
 
 
 _TCPX = _gpudirect(
@@ -211,6 +215,24 @@ _TCPXO = _gpudirect(
         extra_devices=("/dev/dmabuf_import_helper",),
         mtu=8244, subnet_offset=64, llcm=True),
 )
+
+
+# Fabric-less GKE pools: Google's NCCL/gIB diagnostic image, which Google publishes "with everything included" for NCCL
+# tests (AI Hypercomputer "Run NCCL on Compute Engine instances", docs.cloud.google.com/ai-hypercomputer/docs/nccl/
+# test-vms): nccl-tests with MPI at /third_party/nccl-tests/build (".../nccl/test-gke-custom" runs
+# /third_party/nccl-tests/build/all_gather_perf under mpirun over sshd), unmodified NCCL and the gIB plugin. v1.1.1 is
+# the tag GoogleCloudPlatform/container-engine-accelerators gpudirect-rdma/nccl-test.yaml and nccl-test-a4.yaml pin.
+# Its NCCL normally comes from the node (the RDMA installer's /home/kubernetes/bin/gib); without that installer the
+# image unpacks its own into /var/lib/gib, as AI-Hypercomputer/gpu-recipes src/helm-charts/a3ultra/nccl-tests does
+# (`container_entry.sh install --install-nccl`, then LD_LIBRARY_PATH .../gib/lib64:/usr/local/nvidia/lib64, the
+# driver GKE mounts). NCCL_NET=Socket keeps the gIB plugin unused.
+_GKE_NCCL_TESTS = NcclTestImage(
+    image="us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.1",
+    binary="/third_party/nccl-tests/build/all_reduce_perf",
+    source="Google's NCCL/gIB diagnostic image, docs.cloud.google.com/ai-hypercomputer/docs/nccl/test-gke-custom and "
+           "GoogleCloudPlatform/container-engine-accelerators gpudirect-rdma/nccl-test.yaml",
+    setup="/scripts/container_entry.sh install --install-nccl",
+    env=(("LD_LIBRARY_PATH", f"/var/lib/gib/lib64:{_GKE_LIB}"),))
 
 
 PROFILE = CloudProfile(
@@ -294,6 +316,7 @@ PROFILE = CloudProfile(
     # placement, the NCCL plugin installer and the NRI device injector (gpudirect.py, fabric.py); A3 Ultra and
     # A4 (RDMA over RoCE) are not attached.
     fabrics={"gpudirect-tcpx": _TCPX, "gpudirect-tcpxo": _TCPXO},
+    nccl_test=_GKE_NCCL_TESTS,
     # GKE labels the VMs of A3 Ultra and A4 (the RDMA types) with their reservation block, sub-block and host
     # (Google Cloud AI Hypercomputer, schedule-gke-workloads-tas); A3 High/Mega nodes are not documented to get them.
     network_topology=NetworkTopology(
