@@ -10,7 +10,6 @@ from components.config.labels import POOL_LABEL, pool_taints
 from components.clouds import profile
 from components.clouds.facts import NcclTestImage
 from components.config.model import GpuPool, PlatformConfig, Team, looser_pod_security, pod_security_admits
-from components.gpu.gpudirect import workload_pod
 from components.scheduling.kinds import scheduler_kind
 from components.scheduling.kueue.component import LOCAL_QUEUE
 from components.scheduling.topology import pool_levels
@@ -165,9 +164,9 @@ def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,
     if fabric and fabric.resource:
         # A shared plugin hands every HCA to the pod for one unit; EFA counts one unit per interface.
         limits[fabric.resource] = str(fabric.pod_units or pool.instance.fabric_interfaces)
-    # GKE GPUDirect: the NICs come through multi-networking and an RxDM sidecar.
-    direct = workload_pod(fabric, pool.instance.gpus, pool.instance.fabric_interfaces) \
-        if fabric and fabric.gpudirect else None
+    # A fabric without a device plugin (GKE GPUDirect): the NICs come through pod annotations and a sidecar.
+    direct = fabric.workload_pod(fabric, pool.instance.gpus, pool.instance.fabric_interfaces) \
+        if fabric and fabric.workload_pod else None
     test = test_image(config, pool)
     private, public = key_pair
     ssh_config = f"Host *\n  Port {SSH_PORT}\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"

@@ -67,6 +67,10 @@ _REGIONS = (
 # NCCL_NET=IB selects NCCL's own InfiniBand transport (not a plugin the image may carry) and fails instead of falling
 # back to TCP; NCCL_NET_GDR_LEVEL=SYS is Azure's nccl-tests setting, which lets NCCL use GPUDirect RDMA for every
 # GPU-NIC pair of the VM's topology.
+# cluster.azure.provisioner for node auto-provisioning (the Karpenter AKS runs).
+NAP = "nap"
+
+
 def _network_operator():
     from components.clouds.azure.fabric import install  # Pulumi: only a stack installing the fabric loads it
     return install
@@ -130,7 +134,7 @@ PROFILE = CloudProfile(
                                           choices=("User", "ServicePrincipal")),
         "provisioner": ExtraKey(str, "who makes GPU nodes: pool (default; an autoscaled agent pool per GPU pool) "
                                      "or nap (node auto-provisioning: AKS-run Karpenter, a NodePool and "
-                                     "AKSNodeClass per GPU pool)", choices=("pool", "nap")),
+                                     "AKSNodeClass per GPU pool)", choices=("pool", NAP)),
     },
     driver_note="AKS installs the driver unless the pool sets gpuProfile.driver=None",
     # AKS partitions GPUs itself from the pool's gpuInstanceProfile (MIG1g..MIG7g), fixed at creation.
