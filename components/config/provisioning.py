@@ -15,7 +15,6 @@ from components.config.model import CAPACITY_TYPES, SHARING_MODES, GpuPool, Sche
 from components.scheduling.kinds import scheduler_kind
 
 KARPENTER = "karpenter"
-AKS_NAP = "nap"
 
 
 def declared(pool_items: list[Any], pools: list[GpuPool]) -> list[tuple[int, GpuPool]]:
