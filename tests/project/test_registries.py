@@ -20,5 +20,5 @@ def test_commands_in_help_order():
 
 def test_layers_install_in_order():
     assert [f"{layer.__module__}.{layer.__name__}" for layer in LAYERS] == [
-        "components.network.layer.install", "components.gpu.layer.install", "components.autoscaling.layer.install",
+        "components.network.layer.install", "components.gpu.layer.install", "components.provisioning.layer.install",
         "components.scheduling.layer.install", "components.observability.layer.install"]
