@@ -14,7 +14,7 @@ import components.provisioning.dws.facts  # noqa: F401  (queued provisioning thr
 from components.clouds.facts import CloudProfile
 from components.provisioning.registry import KINDS, ProvisionerKind
 
-__all__ = ["KINDS", "ProvisionerKind", "chosen", "chosen_kind"]
+__all__ = ["KINDS", "ProvisionerKind", "chosen", "chosen_kind", "kind_of"]
 
 
 def chosen(extras: dict[str, Any], prof: CloudProfile) -> str:
@@ -23,8 +23,12 @@ def chosen(extras: dict[str, Any], prof: CloudProfile) -> str:
 
 
 def chosen_kind(extras: dict[str, Any], prof: CloudProfile) -> ProvisionerKind:
-    """The row that installs the stack's provisioner; a value no row answers names the ones that are offered."""
-    value = chosen(extras, prof)
+    """The row that installs the stack's provisioner."""
+    return kind_of(chosen(extras, prof))
+
+
+def kind_of(value: str) -> ProvisionerKind:
+    """The row answering a provisioner value; a value no row answers names the ones that are offered."""
     for kind in KINDS.values():
         if value in kind.values:
             return kind

@@ -56,6 +56,9 @@ class ProvisionerKind:
     # `install(ctx)` for the chosen provisioner (ctx: components.context.Context), imported from its own package on
     # call; None: it installs nothing through the provisioning layer.
     installer: Callable[[], Callable[[Any], None]] | None = None
+    # What the newer-than-the-table Kubernetes version warning adds when it is a cloud's default provisioner (a
+    # release pinned per minor that stays on the newest pinned one); empty: nothing.
+    newer_minor_note: str = ""
 
 
 KINDS: dict[str, ProvisionerKind] = {}

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from components.config import ConfigError, validate
-from components.provisioning.dws import admission
+from components.scheduling.kueue import provisioning
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config
 
@@ -102,7 +102,7 @@ def test_queued_node_pool_has_the_dws_settings(plan):
 def test_kueue_objects(plan):
     (check,) = by_name(plan, "AdmissionCheck").values()
     assert check["spec"] == {"controllerName": "kueue.x-k8s.io/provisioning-request", "parameters": {
-        "apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": admission.PROVISIONING_CONFIG}}
+        "apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": provisioning.PROVISIONING_CONFIG}}
     (config,) = by_name(plan, "ProvisioningRequestConfig").values()
     assert config["spec"] == {"provisioningClassName": "queued-provisioning.gke.io",
                               "managedResources": ["nvidia.com/gpu"]}

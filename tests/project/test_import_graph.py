@@ -240,3 +240,15 @@ def test_provisioner_checks_import_no_pulumi():
     """Config validation loads them: like the config, they import facts and config only."""
     assert _violations(lambda m, t: _under(m, *PROVISIONER_CHECKS)
                        and _under(t, "pulumi", "pulumi_kubernetes", *CLOUD_SDKS.values())) == []
+
+
+def test_a_provisioner_package_is_named_outside_itself_only_by_the_table_and_the_clouds():
+    """What a new provisioner touches outside its package: one import line in `components/provisioning/kinds.py` (and
+    its chart pin in `components/pins.py`); parse, the layer and the program reach it through its row. The cloud
+    packages build its cloud-specific part (a node class, IAM, a cluster setting), which names the cloud."""
+    packages = sorted({m.rsplit(".", 1)[0] for m in PROVISIONER_FACTS if m.endswith(".facts")})
+    assert len(packages) >= 4
+    importers = {package: sorted({m for m, found in IMPORTS.items() for t, _ in found
+                                  if _under(t, package) and not _under(m, package, "components.clouds")})
+                 for package in packages}
+    assert importers == {package: ["components.provisioning.kinds"] for package in packages}

@@ -1,10 +1,21 @@
-"""Layers and CLI commands are registered as objects, named once, and dispatched by what they register."""
+"""Layers, CLI commands and provisioners are registered as objects, named once, and dispatched by what they
+register."""
 from __future__ import annotations
 
 import argparse
 
+import pytest
+
+from components.clouds import PROFILES
+from components.config import ConfigError, validate
+from components.context import Context
 from components.program import LAYERS
+from components.provisioning import layer as provisioning_layer
+from components.provisioning.kinds import KINDS, kind_of
+from components.provisioning.registry import ProvisionerChecks, ProvisionerKind, register
 from gpu_platform.cli import commands
+
+from support.stacks import stack_config
 
 
 def test_every_command_registers_the_subcommand_it_is_named_by():
@@ -22,3 +33,70 @@ def test_layers_install_in_order():
     assert [f"{layer.__module__}.{layer.__name__}" for layer in LAYERS] == [
         "components.network.layer.install", "components.gpu.layer.install", "components.provisioning.layer.install",
         "components.scheduling.layer.install", "components.observability.layer.install"]
+
+
+def _raw(stack: str) -> dict:
+    return {k.split(":", 1)[1]: v for k, v in stack_config(stack).items() if k.startswith("gpu-platform:")}
+
+
+@pytest.fixture
+def made_up():
+    """A made-up provisioner registered as a package's facts.py would, answering EKS's and OKE's default in place
+    of the Cluster Autoscaler's row: what it checks and installs is recorded."""
+    seen: dict[str, list] = {"checked": [], "resolved": [], "installed": []}
+
+    def check(stack, problems):
+        seen["checked"].append(stack)
+        if stack.prof.name == "aws":
+            problems.add("gpuPools", "made-up provisioner refuses EKS stacks")
+
+    def resolve(extras, pool_items, pools, prof):
+        seen["resolved"].append([p.name for p in pools])
+        return pools
+
+    row = ProvisionerKind(name="made-up", title="a made-up provisioner", values=("cluster-autoscaler",),
+                          checks=lambda: ProvisionerChecks(check=check, resolve_pools=resolve),
+                          installer=lambda: seen["installed"].append)
+    # In place, and put back as it was, in its order: parse and the layer hold the table the import lines fill.
+    saved = dict(KINDS)
+    del KINDS["cluster-autoscaler"]
+    register(row)
+    yield seen
+    KINDS.clear()
+    KINDS.update(saved)
+
+
+def test_a_registered_provisioner_is_checked_and_installed_with_no_other_change(made_up):
+    """Registering its row is all config validation and the provisioning layer need: parse runs its checks and
+    pool resolution, and the layer installs it when it is the stack's choice (here the cloud's default)."""
+    raw = _raw("aws-dev")
+    with pytest.raises(ConfigError) as refused:
+        validate(raw)
+    assert "gpuPools: made-up provisioner refuses EKS stacks" in str(refused.value)
+    assert made_up["resolved"] == [[p["name"] for p in raw["gpuPools"]]]
+    (stack,) = made_up["checked"]
+    assert stack.prof.name == "aws" and stack.extras is not None and stack.scheduler.kind
+
+    class Cluster:
+        pass
+
+    config = validate(_raw("oci-prod"))  # OKE's default is the Cluster Autoscaler too; the made-up row answers it
+    ctx = Context(config=config, cluster=Cluster())
+    provisioning_layer.install(ctx)
+    assert made_up["installed"] == [ctx]
+
+
+def test_every_provisioner_a_cloud_offers_has_a_row():
+    """A cloud's default and each `provisioner` choice it offers are answered by exactly one registered row."""
+    answered = {}
+    for prof in PROFILES.values():
+        offered = (prof.autoscaler, *(prof.extras[prof.provisioner_key].choices if prof.provisioner_key else ()))
+        answered[prof.name] = {value: kind_of(value).name for value in offered}
+    assert answered == {
+        "aws": {"cluster-autoscaler": "cluster-autoscaler", "karpenter": "karpenter"},
+        "azure": {"pool": "pool", "nap": "karpenter"},
+        "gcp": {"pool": "pool"},
+        "oci": {"cluster-autoscaler": "cluster-autoscaler"},
+    }
+    with pytest.raises(ValueError, match="no provisioner answers 'made-up'; allowed: cluster-autoscaler, pool"):
+        kind_of("made-up")

@@ -10,5 +10,5 @@ def _checks() -> ProvisionerChecks:
 
 
 # Beside the chosen provisioner: no value chooses it, a pool's `provisioning: queued` does; its in-cluster part is
-# the admission check the scheduler's installer creates (admission.py).
+# the admission check Kueue's installer creates.
 KIND = register(ProvisionerKind(name="queued", title="queued provisioning", values=(), checks=_checks))

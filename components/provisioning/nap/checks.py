@@ -46,7 +46,8 @@ def nap_checks(extras: dict[str, Any], pools: list[GpuPool], prof: CloudProfile,
         if limits.get(resource, 0) < needed:
             at = join(path, where.get(resource, f"maxGpus.{resource}"))
             problems.add(at, f"must be at least {needed} (the GPU pools at maxNodes; NAP limits count every node of "
-                             f"the cluster, and {prof.service} stops scaling any pool at them); got {limits.get(resource, 0)}")
+                             f"the cluster, and {prof.service} stops scaling any pool at them); "
+                             f"got {limits.get(resource, 0)}")
 
 
 def check(stack: ProvisioningStack, problems: Problems) -> None:

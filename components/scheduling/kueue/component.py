@@ -20,7 +20,7 @@ from components.clouds import profile
 from components.config.fabric import fabric_resources
 from components.config.labels import POOL_LABEL, pool_taints
 from components.config.model import GpuPool, PlatformConfig, Team
-from components.provisioning.dws import admission
+from components.scheduling.kueue import provisioning
 from components.scheduling import topology
 from components.scheduling.framework_catalog import kueue_integrations
 from components.scheduling.kueue.facts import KIND
@@ -153,7 +153,7 @@ def cluster_queue_spec(config: PlatformConfig, team: Team) -> dict[str, Any]:
         "resourceGroups": resource_groups(team_shares(config, team)),
         "preemption": preemption(config, team),
     }
-    checks = admission.admission_checks(config, team)
+    checks = provisioning.admission_checks(config, team)
     if checks:
         spec["admissionChecksStrategy"] = checks
     if has_cohort(config):
@@ -212,7 +212,7 @@ class KueueArgs:
             team_groups={team.name: list(team.groups) for team in config.teams if team.groups},
             protect=config.protected,
             provisioning_class=(profile(config.cloud).queued_provisioning_class
-                                if admission.queued_pools(config) else None),
+                                if provisioning.queued_pools(config) else None),
         )
 
 
@@ -265,10 +265,10 @@ class Kueue(pulumi.ComponentResource):
         if args.provisioning_class:
             # Config first: the check is inactive until the ProvisioningRequestConfig it names exists.
             request_config = custom("provisioning-config", "ProvisioningRequestConfig",
-                                    {"name": admission.PROVISIONING_CONFIG},
-                                    admission.provisioning_config_spec(args.provisioning_class))
-            custom("admission-check", "AdmissionCheck", {"name": admission.ADMISSION_CHECK},
-                   admission.admission_check_spec(),
+                                    {"name": provisioning.PROVISIONING_CONFIG},
+                                    provisioning.provisioning_config_spec(args.provisioning_class))
+            custom("admission-check", "AdmissionCheck", {"name": provisioning.ADMISSION_CHECK},
+                   provisioning.admission_check_spec(),
                    pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(depends_on=[request_config])))
         for team, spec in args.cluster_queues.items():
             ns = args.namespaces[team]
