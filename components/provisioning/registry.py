@@ -7,7 +7,7 @@ run on every stack and decide for themselves whether the stack uses them.
 
 Free of Pulumi on purpose, like the scheduler rows: a row reaches its config checks (config layer) and its installer
 (component layer) through functions of its own package that import them only when called. What differs per cloud
-(Karpenter's node class, NAP's cluster limits, the autoscaler's IAM and values) lives in that cloud's package: it
+(Karpenter's node class, NAP's cluster setting, the autoscaler's IAM and values) lives in that cloud's package: it
 names the cloud.
 """
 from __future__ import annotations
@@ -48,7 +48,6 @@ class ProvisionerKind:
     """One way GPU nodes come to be: what chooses it, what it checks, and what it installs in the cluster."""
 
     name: str
-    title: str  # how messages and docs name it
     # The `provisioner_key` values (or a cloud's `autoscaler` default) that make it the stack's provisioner; empty:
     # it works beside the chosen one.
     values: tuple[str, ...]

@@ -54,7 +54,7 @@ def made_up():
         seen["resolved"].append([p.name for p in pools])
         return pools
 
-    row = ProvisionerKind(name="made-up", title="a made-up provisioner", values=("cluster-autoscaler",),
+    row = ProvisionerKind(name="made-up", values=("cluster-autoscaler",),
                           checks=lambda: ProvisionerChecks(check=check, resolve_pools=resolve),
                           installer=lambda: seen["installed"].append)
     # In place, and put back as it was, in its order: parse and the layer hold the table the import lines fill.
@@ -100,3 +100,6 @@ def test_every_provisioner_a_cloud_offers_has_a_row():
     }
     with pytest.raises(ValueError, match="no provisioner answers 'made-up'; allowed: cluster-autoscaler, pool"):
         kind_of("made-up")
+    with pytest.raises(ValueError, match="'rival' answers nap, which karpenter already does"):
+        register(ProvisionerKind(name="rival", values=("nap",)))
+    assert "rival" not in KINDS

@@ -11,4 +11,4 @@ def _checks() -> ProvisionerChecks:
 
 # Beside the chosen provisioner: no value chooses it, a pool's `provisioning: queued` does; its in-cluster part is
 # the admission check Kueue's installer creates.
-KIND = register(ProvisionerKind(name="queued", title="queued provisioning", values=(), checks=_checks))
+KIND = register(ProvisionerKind(name="queued", values=(), checks=_checks))

@@ -17,5 +17,4 @@ def _installer() -> Callable[[Any], None]:
 
 
 # "karpenter": installed by the stack (EKS); "nap": node auto-provisioning, Karpenter the cloud runs (AKS).
-KIND = register(ProvisionerKind(name="karpenter", title="Karpenter", values=("karpenter", "nap"), checks=_checks,
-                                installer=_installer))
+KIND = register(ProvisionerKind(name="karpenter", values=("karpenter", "nap"), checks=_checks, installer=_installer))

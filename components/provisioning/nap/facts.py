@@ -13,4 +13,4 @@ def _checks() -> ProvisionerChecks:
 
 
 # Beside the chosen provisioner (the cloud's pool autoscaler): no value chooses it, its extras key switches it on.
-KIND = register(ProvisionerKind(name="nap", title="node auto-provisioning", values=(), checks=_checks))
+KIND = register(ProvisionerKind(name="node-auto-provisioning", values=(), checks=_checks))
