@@ -6,7 +6,7 @@ import ipaddress
 import re
 
 from components.clouds.facts import (API_EFFECTS, ArnPartition, CloudProfile, ExtraKey, Fabric, GpuImage,
-                                     NetworkTopology, PoolNaming, created_network_cidr, minors)
+                                     NcclTestImage, NetworkTopology, PoolNaming, created_network_cidr, minors)
 from components.pins import PINS
 
 
@@ -88,6 +88,17 @@ _REGIONS = (
     "eu-west-3", "il-central-1", "me-central-1", "me-south-1", "mx-central-1", "sa-east-1",
     "cn-north-1", "cn-northwest-1", "us-gov-east-1", "us-gov-west-1",
 )
+
+
+# AWS's EFA test image (aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests): CUDA, the EFA installer,
+# aws-ofi-nccl, NCCL, nccl-tests built with MPI, Open MPI and sshd. Pinned: `latest` moves. EKS pools without EFA run
+# it too: with NCCL_NET=Socket its libfabric plugin stays unused. Its Open MPI is the EFA installer's, under
+# /opt/amazon/openmpi (NVIDIA/aicr validators/performance/cre_fabric.go runs this tag's mpirun from there).
+_AWS_NCCL_TESTS = NcclTestImage(
+    image="public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9",
+    binary="/opt/nccl-tests/build/all_reduce_perf",
+    source="AWS's nccl-tests image, aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests",
+    mpirun="/opt/amazon/openmpi/bin/mpirun")
 
 
 # EFA on EKS (EKS user guide "device-management-efa"): the EFA device plugin advertises vpc.amazonaws.com/efa, one per
@@ -191,6 +202,7 @@ PROFILE = CloudProfile(
     cluster_name_doc="EKS cluster names are 1-100 letters, digits, '-' and '_', starting with a letter or digit",
     # EKS GPU node groups get EFA interfaces, a cluster placement group and the EFA device plugin (efa.py).
     fabrics={"efa": _EFA},
+    nccl_test=_AWS_NCCL_TESTS,
     instance_type_pattern=r"[a-z][a-z0-9-]*\.[a-z0-9]+",
     instance_type_example="m6i.2xlarge",
     zone_pattern="{region}[a-z]",
