@@ -14,7 +14,7 @@ import components.provisioning.dws.facts  # noqa: F401  (queued provisioning thr
 from components.clouds.facts import CloudProfile
 from components.provisioning.registry import KINDS, ProvisionerKind
 
-__all__ = ["KINDS", "ProvisionerKind", "chosen", "chosen_kind", "kind_of"]
+__all__ = ["KINDS", "ProvisionerKind", "chosen", "chosen_kind", "chosen_name", "kind_of"]
 
 
 def chosen(extras: dict[str, Any], prof: CloudProfile) -> str:
@@ -22,15 +22,21 @@ def chosen(extras: dict[str, Any], prof: CloudProfile) -> str:
     return extras.get(prof.provisioner_key, prof.autoscaler) if prof.provisioner_key else prof.autoscaler
 
 
+def chosen_name(extras: dict[str, Any], prof: CloudProfile) -> str:
+    """The name of the stack's provisioner: the choice, as the cloud spells it, translated."""
+    value = chosen(extras, prof)
+    return prof.provisioner_kinds.get(value, value)
+
+
 def chosen_kind(extras: dict[str, Any], prof: CloudProfile) -> ProvisionerKind:
     """The row that installs the stack's provisioner."""
-    return kind_of(chosen(extras, prof))
+    return kind_of(chosen_name(extras, prof))
 
 
-def kind_of(value: str) -> ProvisionerKind:
-    """The row answering a provisioner value; a value no row answers names the ones that are offered."""
-    for kind in KINDS.values():
-        if value in kind.values:
-            return kind
-    offered = [v for kind in KINDS.values() for v in kind.values]
-    raise ValueError(f"no provisioner answers {value!r}; allowed: {', '.join(offered)}")
+def kind_of(name: str) -> ProvisionerKind:
+    """The row of a provisioner a cloud can choose; any other name is refused with the names that are offered."""
+    kind = KINDS.get(name)
+    if kind is None or not kind.choosable:
+        offered = [k.name for k in KINDS.values() if k.choosable]
+        raise ValueError(f"no provisioner {name!r} to choose; allowed: {', '.join(offered)}")
+    return kind

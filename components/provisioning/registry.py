@@ -1,8 +1,9 @@
 """The provisioner registry: one `ProvisionerKind` row per provisioner package, as `SchedulerKind` for schedulers.
 
 A stack's provisioner is the value of its cloud's `provisioner_key` extra, else the cloud's `autoscaler` default
-(`kinds.chosen`); the row answering that value installs it. Rows with no values work beside the chosen one and are
-switched on by their own key or per pool (GKE node auto-provisioning, queued provisioning). Every row's config checks
+(`kinds.chosen`), read through the cloud's `provisioner_kinds` where it spells a choice its own way; the row of that
+name installs it. Rows no cloud can choose work beside the chosen one and are switched on by their own key or per pool
+(GKE node auto-provisioning, queued provisioning). Every row's config checks
 run on every stack and decide for themselves whether the stack uses them.
 
 Free of Pulumi on purpose, like the scheduler rows: a row reaches its config checks (config layer) and its installer
@@ -47,10 +48,9 @@ class ProvisionerChecks:
 class ProvisionerKind:
     """One way GPU nodes come to be: what chooses it, what it checks, and what it installs in the cluster."""
 
-    name: str
-    # The `provisioner_key` values (or a cloud's `autoscaler` default) that make it the stack's provisioner; empty:
-    # it works beside the chosen one.
-    values: tuple[str, ...]
+    name: str  # the `provisioner_key` choice (or a cloud's `autoscaler` default) that makes it the stack's provisioner
+    # Whether a cloud can choose it; False: it works beside the chosen one.
+    choosable: bool
     checks: Callable[[], ProvisionerChecks] | None = None  # its config checks, imported from its own package on call
     # `install(ctx)` for the chosen provisioner (ctx: components.context.Context), imported from its own package on
     # call; None: it installs nothing through the provisioning layer.
@@ -67,10 +67,5 @@ def register(kind: ProvisionerKind) -> ProvisionerKind:
     """Add a provisioner package's row; called once from its `facts.py`."""
     if kind.name in KINDS:
         raise ValueError(f"provisioner {kind.name!r} is registered twice")
-    taken = {value: other.name for other in KINDS.values() for value in other.values}
-    clashes = [value for value in kind.values if value in taken]
-    if clashes:
-        raise ValueError(f"provisioner {kind.name!r} answers {', '.join(clashes)}, which "
-                         f"{', '.join(sorted({taken[v] for v in clashes}))} already does")
     KINDS[kind.name] = kind
     return kind

@@ -3,10 +3,11 @@ register."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import pytest
 
-from components.clouds import PROFILES
+from components.clouds import PACKAGES, PROFILES
 from components.config import ConfigError, validate
 from components.context import Context
 from components.program import LAYERS
@@ -40,9 +41,9 @@ def _raw(stack: str) -> dict:
 
 
 @pytest.fixture
-def made_up():
-    """A made-up provisioner registered as a package's facts.py would, answering EKS's and OKE's default in place
-    of the Cluster Autoscaler's row: what it checks and installs is recorded."""
+def made_up(monkeypatch):
+    """A made-up provisioner registered as a package's facts.py would, and chosen by EKS and OKE by default as a cloud
+    offering it would (its CloudProfile naming it): what it checks and installs is recorded."""
     seen: dict[str, list] = {"checked": [], "resolved": [], "installed": []}
 
     def check(stack, problems):
@@ -54,16 +55,15 @@ def made_up():
         seen["resolved"].append([p.name for p in pools])
         return pools
 
-    row = ProvisionerKind(name="made-up", values=("cluster-autoscaler",),
-                          checks=lambda: ProvisionerChecks(check=check, resolve_pools=resolve),
-                          installer=lambda: seen["installed"].append)
-    # In place, and put back as it was, in its order: parse and the layer hold the table the import lines fill.
-    saved = dict(KINDS)
-    del KINDS["cluster-autoscaler"]
-    register(row)
+    row = register(ProvisionerKind(name="made-up", choosable=True,
+                                   checks=lambda: ProvisionerChecks(check=check, resolve_pools=resolve),
+                                   installer=lambda: seen["installed"].append))
+    for cloud in ("aws", "oci"):
+        prof = dataclasses.replace(PROFILES[cloud], provisioner_kinds={"cluster-autoscaler": row.name})
+        monkeypatch.setitem(PROFILES, cloud, prof)
+        monkeypatch.setattr(PACKAGES[cloud], "PROFILE", prof)
     yield seen
-    KINDS.clear()
-    KINDS.update(saved)
+    del KINDS[row.name]
 
 
 def test_a_registered_provisioner_is_checked_and_installed_with_no_other_change(made_up):
@@ -80,26 +80,29 @@ def test_a_registered_provisioner_is_checked_and_installed_with_no_other_change(
     class Cluster:
         pass
 
-    config = validate(_raw("oci-prod"))  # OKE's default is the Cluster Autoscaler too; the made-up row answers it
+    config = validate(_raw("oci-prod"))
     ctx = Context(config=config, cluster=Cluster())
     provisioning_layer.install(ctx)
     assert made_up["installed"] == [ctx]
 
 
 def test_every_provisioner_a_cloud_offers_has_a_row():
-    """A cloud's default and each `provisioner` choice it offers are answered by exactly one registered row."""
+    """A cloud's default and each `provisioner` choice it offers name a registered row a cloud can choose, in the
+    cloud's own spelling where it has one."""
     answered = {}
     for prof in PROFILES.values():
         offered = (prof.autoscaler, *(prof.extras[prof.provisioner_key].choices if prof.provisioner_key else ()))
-        answered[prof.name] = {value: kind_of(value).name for value in offered}
+        answered[prof.name] = {value: kind_of(prof.provisioner_kinds.get(value, value)).name for value in offered}
     assert answered == {
         "aws": {"cluster-autoscaler": "cluster-autoscaler", "karpenter": "karpenter"},
         "azure": {"pool": "pool", "nap": "karpenter"},
         "gcp": {"pool": "pool"},
         "oci": {"cluster-autoscaler": "cluster-autoscaler"},
     }
-    with pytest.raises(ValueError, match="no provisioner answers 'made-up'; allowed: cluster-autoscaler, pool"):
+    allowed = "allowed: cluster-autoscaler, pool, karpenter"
+    with pytest.raises(ValueError, match=f"no provisioner 'made-up' to choose; {allowed}$"):
         kind_of("made-up")
-    with pytest.raises(ValueError, match="'rival' answers nap, which karpenter already does"):
-        register(ProvisionerKind(name="rival", values=("nap",)))
-    assert "rival" not in KINDS
+    with pytest.raises(ValueError, match=f"no provisioner 'queued' to choose; {allowed}$"):  # works beside the chosen
+        kind_of("queued")
+    with pytest.raises(ValueError, match="provisioner 'karpenter' is registered twice"):
+        register(ProvisionerKind(name="karpenter", choosable=True))

@@ -18,7 +18,7 @@ def _priorities() -> Callable[[Any], None]:
 
 # Installed by the stack, sized by the cloud's node groups (CloudProfile.autoscaler "cluster-autoscaler").
 CHART = register(ProvisionerKind(
-    name="cluster-autoscaler", values=("cluster-autoscaler",), installer=_chart,
+    name="cluster-autoscaler", choosable=True, installer=_chart,
     newer_minor_note="the Cluster Autoscaler the stack installs stays on its newest pinned release"))
 # Run by the cloud as part of its node pools (CloudProfile.autoscaler "pool"): the stack only ranks the pools.
-CLOUD_RUN = register(ProvisionerKind(name="pool", values=("pool",), installer=_priorities))
+CLOUD_RUN = register(ProvisionerKind(name="pool", choosable=True, installer=_priorities))

@@ -9,6 +9,6 @@ def _checks() -> ProvisionerChecks:
     return checks.CHECKS
 
 
-# Beside the chosen provisioner: no value chooses it, a pool's `provisioning: queued` does; its in-cluster part is
+# Beside the chosen provisioner: no choice names it, a pool's `provisioning: queued` does; its in-cluster part is
 # the admission check Kueue's installer creates.
-KIND = register(ProvisionerKind(name="queued", values=(), checks=_checks))
+KIND = register(ProvisionerKind(name="queued", choosable=False, checks=_checks))

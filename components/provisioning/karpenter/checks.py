@@ -13,13 +13,13 @@ from components.config.fields import join, name_index
 from components.config.model import CAPACITY_TYPES, SHARING_MODES, GpuPool
 from components.config.pools import declared
 from components.provisioning.karpenter.facts import KIND
-from components.provisioning.kinds import chosen
+from components.provisioning.kinds import chosen, chosen_name
 from components.provisioning.registry import ProvisionerChecks, ProvisioningStack
 
 
 def chosen_here(extras: dict[str, Any], prof: CloudProfile) -> bool:
-    """By value, not through kinds.chosen_kind: a choice the cloud's extras refuse is an error there, not here."""
-    return chosen(extras, prof) in KIND.values
+    """By name, not through kinds.chosen_kind: a choice the cloud's extras refuse is an error there, not here."""
+    return chosen_name(extras, prof) == KIND.name
 
 
 def provisioner_fabrics(extras: dict[str, Any], pool_items: list[Any], pools: list[GpuPool],

@@ -16,5 +16,5 @@ def _installer() -> Callable[[Any], None]:
     return component.install
 
 
-# "karpenter": installed by the stack (EKS); "nap": node auto-provisioning, Karpenter the cloud runs (AKS).
-KIND = register(ProvisionerKind(name="karpenter", values=("karpenter", "nap"), checks=_checks, installer=_installer))
+# Installed by the stack, or run by the cloud (which then spells its choice its own way: CloudProfile.provisioner_kinds).
+KIND = register(ProvisionerKind(name="karpenter", choosable=True, checks=_checks, installer=_installer))

@@ -12,5 +12,5 @@ def _checks() -> ProvisionerChecks:
     return checks.CHECKS
 
 
-# Beside the chosen provisioner (the cloud's pool autoscaler): no value chooses it, its extras key switches it on.
-KIND = register(ProvisionerKind(name="node-auto-provisioning", values=(), checks=_checks))
+# Beside the chosen provisioner (the cloud's pool autoscaler): no choice names it, its extras key switches it on.
+KIND = register(ProvisionerKind(name="node-auto-provisioning", choosable=False, checks=_checks))
