@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from components.clouds.facts import CloudProfile
+from components.rows import Rows
 
 
 @dataclass(frozen=True)
@@ -60,12 +61,5 @@ class ProvisionerKind:
     newer_minor_note: str = ""
 
 
-KINDS: dict[str, ProvisionerKind] = {}
-
-
-def register(kind: ProvisionerKind) -> ProvisionerKind:
-    """Add a provisioner package's row; called once from its `facts.py`."""
-    if kind.name in KINDS:
-        raise ValueError(f"provisioner {kind.name!r} is registered twice")
-    KINDS[kind.name] = kind
-    return kind
+KINDS: Rows[ProvisionerKind] = Rows("provisioner")
+register = KINDS.register

@@ -3,7 +3,7 @@
 Imports are read with `ast` from every module, including the ones inside functions and `if TYPE_CHECKING:`
 blocks. The layers, bottom to top; a module imports only from its own layer and the ones below it:
 
-0. Facts, free of Pulumi: the chart pins, the namespaces, the GPU catalog, the cloud registry
+0. Facts, free of Pulumi: the chart pins, the namespaces, the GPU catalog, the registries' row tables (`rows`), the cloud registry
    (`components.clouds`), the shapes of cloud facts (`components.clouds.facts`), and each cloud package's entry
    (`components.clouds.<cloud>`) with its `facts`, `catalog` and `offline` modules; the scheduler registry
    (`components.scheduling.registry`, `kinds`) with each scheduler package's `facts` row, and the job framework table;
@@ -61,7 +61,8 @@ def _module_name(path: Path) -> str:
 MODULES = {_module_name(p): p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))}
 CLOUD_PACKAGES = sorted(m for m, p in MODULES.items()
                         if m.startswith("components.clouds.") and m.count(".") == 2 and p.name == "__init__.py")
-FACT_MODULES = ("components.pins", "components.namespaces", "components.catalog", "components.clouds.facts")
+FACT_MODULES = ("components.pins", "components.namespaces", "components.catalog", "components.clouds.facts",
+                "components.rows")
 # A cloud package's in-cluster fabric installer (`fabric.py`, loaded by its fabric records): an in-cluster component
 # that happens to live with its cloud, so the cluster modules may not import it and it may import in-cluster areas.
 CLOUD_FABRICS = tuple(f"{package}.fabric" for package in CLOUD_PACKAGES if f"{package}.fabric" in MODULES)
