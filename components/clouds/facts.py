@@ -245,6 +245,9 @@ class CloudProfile:
     # The extras key choosing a native node provisioner instead (its first choice, the default, is `autoscaler`),
     # and the capacity types the native provisioner cannot buy.
     provisioner_key: str = ""
+    # Its choices spelled otherwise than the provisioner they choose (components/provisioning/kinds.py), as
+    # choice -> provisioner: a cloud's own name for a provisioner it runs itself.
+    provisioner_kinds: dict[str, str] = field(default_factory=dict)
     provisioner_unsupported_capacity: tuple[str, ...] = ()
     # Why the native provisioner cannot buy those (named in the error), and whether it can give its nodes the pool's
     # fast fabric at all (with the reason it cannot).

@@ -161,7 +161,7 @@ PROFILE = CloudProfile(
     # Capacity Blocks (reserved pools) need Karpenter's capacityReservationSelectorTerms, not built here: they stay
     # on managed node groups, so a Karpenter stack refuses them.
     provisioner_unsupported_capacity=("reserved",),
-    # Karpenter 1.14.1 (components/autoscaling/karpenter.py) supports Kubernetes up to 1.36 (its compatibility
+    # Karpenter 1.14.1 (components/provisioning/karpenter/) supports Kubernetes up to 1.36 (its compatibility
     # matrix); on a newer cluster its controller refuses to reconcile node classes ("karpenter version is not
     # compatible with K8s version", aws/karpenter-provider-aws#7127).
     provisioner_kubernetes_versions=("1.32", "1.33", "1.34", "1.35", "1.36"),

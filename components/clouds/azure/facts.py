@@ -166,6 +166,8 @@ PROFILE = CloudProfile(
     # Node auto-provisioning (components/clouds/azure/karpenter.py): AKS runs Karpenter, whose NodePools buy
     # spot and on-demand VMs only.
     provisioner_key="provisioner",
+    # Node auto-provisioning is Karpenter, run by AKS: the Karpenter provisioner's checks and NodePools.
+    provisioner_kinds={NAP: "karpenter"},
     provisioner_unsupported_capacity=("reserved",),
     provisioner_capacity_note="a reserved pool is an agent pool preferred by the autoscaler's priority "
                               "expander, which NAP does not run; Azure reservations discount on-demand VMs anyway",

@@ -11,12 +11,12 @@ from typing import Any
 
 import pulumi
 
-from components.autoscaling import karpenter
-from components.autoscaling.karpenter import KarpenterTarget
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs
 from components.clouds.facts import CloudProfile
 from components.config.model import NodePool, PlatformConfig
 from components.clouds.azure.facts import NAP
+from components.provisioning.karpenter import component as karpenter
+from components.provisioning.karpenter.component import KarpenterTarget
 
 NODE_CLASS_GROUP = "karpenter.azure.com"
 NODE_CLASS_API = f"{NODE_CLASS_GROUP}/v1beta1"
