@@ -50,23 +50,35 @@ def test_bench_scenario_entry_point():
     assert out["wall_s"] < 10 and 0 < out["allocated_share"] <= 1
 
 
-@pytest.mark.parametrize("fair, mixed", [(False, True), (True, True), (False, False)])
-def test_fast_paths_change_no_outcome(fair, mixed):
-    # The preemption-search bound and the parking of heads until enough quota is freed are shortcuts: with them
-    # off (every head re-evaluated, every search run), every admission and eviction is the same.
+@pytest.mark.parametrize("fair, mixed, reclaim", [
+    (False, True, "Any"), (True, True, "Any"), (False, False, "Any"), (False, "random", "Any"),
+    (False, True, "LowerPriority"), (False, True, "Never"),
+])
+def test_fast_paths_change_no_outcome(fair, mixed, reclaim):
+    # The preemption-search bound and the parking of heads until the cohort has enough free are shortcuts: with them
+    # off (every head re-evaluated after any release, every search run), every admission and eviction is the same.
+    # Also with per-job priorities (three classes, or a random integer each), and when a head that lacks units still
+    # holds quota back each cycle (reclaimWithinCohort not Any), which parking used to skip.
+    import random
     from dataclasses import replace
 
+    from gpu_platform.simulator.kueue.cycle import ANY_RELEASE
+    from gpu_platform.simulator.kueue.preemption import Shortfall
     from gpu_platform.simulator.scenarios import DEFAULT_TIMING, bench_model, bench_trace
 
     model = bench_model(gpus=96, queues=6, cohorts=2)
-    model = replace(model, fair_sharing=fair)
-    trace = bench_trace(model, 1000, seed=3, mixed_priorities=mixed)
+    model = replace(model, fair_sharing=fair, queues={name: replace(q, reclaim_within_cohort=reclaim)
+                                                      for name, q in model.queues.items()})
+    trace = bench_trace(model, 1000, seed=3, mixed_priorities=mixed is True)
+    if mixed == "random":
+        rng = random.Random(1)
+        trace = [replace(t, priority=rng.randint(0, 1_000_000)) for t in trace]
 
     def history(exhaustive: bool):
         sim = Simulation(model, build_jobs(model, trace), DEFAULT_TIMING)
         if exhaustive:
-            sim.scheduler._deficit = lambda cq, job: (None, 0, 0)
-            sim.scheduler._shortfall = lambda cq, job, fr, available=None: 0
+            sim.scheduler._deficit = lambda cq, job: ANY_RELEASE
+            sim.scheduler._shortfall = lambda cq, job, fr, available=None: Shortfall(job, fr, 0)
         events = []
         admit, evict = sim.admit, sim.evict
         sim.admit = lambda job, *a, **kw: (events.append(("admit", sim.now, job.id)), admit(job, *a, **kw))

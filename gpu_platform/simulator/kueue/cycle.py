@@ -37,9 +37,13 @@ from typing import NamedTuple
 from gpu_platform.simulator.engine import ADMITTED, EVICTING, QUEUED, RUNNING, Job, Simulation
 from gpu_platform.simulator.kueue.flavors import ANYWHERE, FIT, PREEMPT, Entry, FlavorAssigner
 from gpu_platform.simulator.kueue.preemption import Target
-from gpu_platform.simulator.kueue.quota import CQ, Failure, Pending
+from gpu_platform.simulator.kueue.quota import CQ, NEVER, Failure, Pending
 from gpu_platform.simulator.ratelimit import TokenBucket
 from gpu_platform.simulator.scheduler import Blocked, register
+
+
+# A Failure's fields after `version` and `seq` for a head any release may admit (no shortcut).
+ANY_RELEASE = (None, 0, 0, 0, 0, 0)
 
 
 class Waiting(NamedTuple):
@@ -72,6 +76,7 @@ class KueueScheduler(FlavorAssigner):
         # (kueue#13797), so a borrower cannot take it back between two targets' evictions.
         self.waiting: dict[CQ, Waiting] = {}
         self.held: dict[tuple[int, tuple[str, str]], int] = {}  # this cycle's holds per cohort and resource
+        self.held_before: dict[CQ, int] = {}  # the last cycle's hold per waiting queue
         # Jobs no admission can ever take, reported up front; they still queue, as they would in Kueue.
         self.blocked: list[Blocked] = []
         self._limits_cache: dict[CQ, dict[tuple, tuple | None]] = {}
@@ -170,6 +175,7 @@ class KueueScheduler(FlavorAssigner):
         # cannot take it back between two targets' evictions; a queue's own hold is its head's to use.
         holds: dict[CQ, Reservation] = {}
         self.held.clear()
+        self.holding = True
         for cq, (job, fr) in list(self.waiting.items()):
             if job.state != QUEUED:
                 del self.waiting[cq]
@@ -178,6 +184,11 @@ class KueueScheduler(FlavorAssigner):
                 self._shift(cq, fr, hold.amount)
                 key = (id(cq.group), fr)
                 self.held[key] = self.held.get(key, 0) + hold.amount
+                growth = hold.amount - self.held_before.get(cq, 0)
+                if growth > 0:  # a hold raises its queue's usage as an admission does
+                    self._expose(cq, fr, growth)
+        self.held_before = {cq: hold.amount for cq, hold in holds.items()}
+        self._settle(holds)
         entries = []
         for cq in sorted(self.dirty, key=lambda c: c.idx):
             hold = holds.get(cq)
@@ -201,7 +212,29 @@ class KueueScheduler(FlavorAssigner):
                     self._status_patch(e.job)
         for cq, fr, amount in reserved:
             self._shift(cq, fr, -amount)
+        self.holding = False
         self._charge_writes(t)
+
+    def _holds_ahead(self, group) -> bool:
+        return any(cq.group is group for cq in self.waiting)
+
+    def _settle(self, holds: dict[CQ, Reservation]) -> None:
+        """The queues left undecided after a release (_wake_parked) are nominated in this cycle if a parked head may
+        be admissible in it; else all their parked heads are still short in it, as if evaluated again (Kueue retries
+        inadmissible workloads after a release). The holds stay while a queue is nominated, except those of the
+        queues nominated before it, which may end (their preemptor no longer waiting)."""
+        for cq in self.undecided:
+            if cq not in self.dirty and cq.buckets:
+                ending: dict[tuple[int, tuple[str, str]], int] = {}
+                for other, hold in holds.items():
+                    if other.group is cq.group and other.idx < cq.idx:
+                        key = (id(cq.group), hold.fr)
+                        ending[key] = ending.get(key, 0) + hold.amount
+                if cq.wake is None or self._may_wake(cq, ending):
+                    self.dirty.add(cq)
+                else:
+                    cq.settled = cq.group.version
+        self.undecided.clear()
 
     def _process(self, entries: list[Entry], holds: dict[CQ, Reservation], reserved: list[Reservation], t: float) -> None:
         for e in entries:
@@ -315,71 +348,153 @@ class KueueScheduler(FlavorAssigner):
                 entry = self._evaluate(cq, sticky)
                 if entry is not None and (entry.mode == FIT or entry.targets):
                     return entry
-        version = cq.group.version
-        released = cq.group.released
+        group = cq.group
+        version = group.version
+        lendable, used, exposed = group.lendable, group.usage, group.exposed
+        changes = cq.changes
         fails = cq.fails
         failed: list[Job] = []
-        # When every head ends parked: per flavor resource, how much must have been released in the cohort before
-        # any could be admitted (None: on any release).
-        wake: dict[tuple[str, str], int] | None = {}
+        wake: dict[tuple[str, str], tuple[int, int]] | None = {}  # CQ.wake, once every head ends parked
         heads = cq.heads
         if heads is None:  # a queue is nominated again after every release in its cohort: sort only after a change
             heads = cq.heads = sorted(heap[0] for heap in cq.buckets.values())
         for head in heads:
             job = head.job
             fail = fails.get(job.bucket)
-            # Parked: it failed before and nothing was freed since, or less than it lacked (freeing k units raises
-            # what it could get by at most k; admissions never raise it).
-            if fail is None or fail.seq != job.seq or fail.version != version and (
-                    fail.fr is None or released.get(fail.fr, 0) - fail.released >= fail.deficit):
-                # (Not on TAS flavors: more units can mean smaller pods, which may fit where larger ones did not.)
-                dominant = failed and next((f for f in failed if f.resource == job.resource and f.pools == job.pools
-                                            and f.units <= job.units and f.priority >= job.priority
-                                            and not any(self._tas(fr) for fr in cq.frs[f.bucket])), None)
-                if dominant:
-                    # No easier than a head that just failed (more units, no higher priority): parked as long.
-                    fail = fails[job.bucket] = fails[dominant.bucket]._replace(seq=job.seq)
-                    self._status_patch(job)  # (Kueue spends a cycle on it)
+            if fail is None or fail.seq != job.seq:
+                fail = self._first_look(cq, job, failed, version)
+                if isinstance(fail, Entry):
+                    return fail
+            elif fail.version != version and cq.settled != version:
+                # A release since it was last found inadmissible: Kueue tries it again. Still parked while its queue's
+                # usage is as it was and the cohort has less free than it needs (Failure), or else when its queue's
+                # quota now shows it still lacks units (_recheck).
+                fr = fail.fr
+                if fr is None:
+                    refreshed = None
+                elif fail.changes == changes[fr]:
+                    free = lendable[fr] - used[fr]
+                    if free < fail.need_free and free + exposed.get(fr, 0) < fail.need_exposed:
+                        fail.version = version
+                        refreshed = fail
+                    else:
+                        refreshed = None
                 else:
-                    entry = self._evaluate(cq, job)
-                    if entry is not None and (entry.mode == FIT or entry.targets):
-                        return entry
-                    # Not admissible now: parked until the cohort frees quota (at least what it lacks, if known).
-                    fail = fails[job.bucket] = Failure(version, job.seq, *self._deficit(cq, job))
-                    failed.append(job)
-                    if entry is not None and cq.spec.reclaim_within_cohort != "Any":
-                        return entry  # preempting without candidates: it still holds quota back this cycle
-                    self._status_patch(job)
+                    refreshed = self._recheck(cq, job, fail)
+                    if refreshed is not None:
+                        fail = fails[job.bucket] = refreshed
+                        failed.append(job)
+                        self._status_patch(job)
+                if refreshed is None:
+                    fail = self._first_look(cq, job, failed, version)
+                    if isinstance(fail, Entry):
+                        return fail
+                elif self._holds_back(cq, job, fr):
+                    # Evaluated again, it would hold quota back again this cycle.
+                    return Entry(cq, job, PREEMPT, fr, cq.usage[fr] + job.units > cq.nominal[fr])
             if wake is not None:
-                if fail.fr is None or fail.deficit <= 0:
+                fr = fail.fr
+                if fr is None or fail.changes != changes[fr] or self._holds_back(cq, job, fr):
+                    # Any release may admit it, or its queue's usage changed since (its needs are out of date), or
+                    # it holds quota back again after any release.
                     wake = None
                 else:
-                    at = fail.released + fail.deficit
-                    if at < wake.get(fail.fr, at + 1):
-                        wake[fail.fr] = at
+                    at = wake.get(fr)
+                    if at is None:
+                        wake[fr] = (fail.need_free, fail.need_exposed)
+                    elif fail.need_free < at[0] or fail.need_exposed < at[1]:
+                        wake[fr] = (min(fail.need_free, at[0]), min(fail.need_exposed, at[1]))
             if cq.strict:
                 break
         cq.wake = wake
         return None
 
-    def _deficit(self, cq: CQ, job: Job) -> tuple[tuple[str, str] | None, int, int]:
-        """(flavor resource, units released so far, units lacking) for a single-flavor head that failed."""
+    def _first_look(self, cq: CQ, job: Job, failed: list[Job], version: int) -> Entry | Failure:
+        """Evaluate a head (unless it is no easier than one that just failed): its entry, or why it is parked."""
+        fails = cq.fails
+        # (Not on TAS flavors: more units can mean smaller pods, which may fit where larger ones did not.)
+        dominant = failed and next((f for f in failed if f.resource == job.resource and f.pools == job.pools
+                                    and f.units <= job.units and f.priority >= job.priority
+                                    and not any(self._tas(fr) for fr in cq.frs[f.bucket])), None)
+        if dominant:
+            # No easier than a head that just failed (more units, no higher priority): parked as long.
+            fail = fails[job.bucket] = fails[dominant.bucket].for_head(job.seq)
+            self._status_patch(job)  # (Kueue spends a cycle on it)
+            return fail
+        entry = self._evaluate(cq, job)
+        if entry is not None and (entry.mode == FIT or entry.targets):
+            return entry
+        # Not admissible now: parked until the cohort frees quota (at least what it lacks, if known).
+        fail = fails[job.bucket] = Failure(version, job.seq, *self._deficit(cq, job))
+        failed.append(job)
+        if entry is not None and cq.spec.reclaim_within_cohort != "Any":
+            return entry  # preempting without candidates: it still holds quota back this cycle
+        self._status_patch(job)
+        return fail
+
+    def _holds_back(self, cq: CQ, job: Job, fr: tuple[str, str]) -> bool:
+        """Whether the single-flavor head, while it lacks units, is a Preempt without targets that holds quota back
+        for the cycle (flavors.py `_evaluate`; the queue cannot always reclaim), rather than NoFit."""
+        return cq.spec.reclaim_within_cohort != "Any" and job.units <= self.potential(cq, fr) and (
+            job.units <= cq.nominal[fr] or self._may_preempt_while_borrowing(cq))
+
+    def _deficit(self, cq: CQ, job: Job) -> tuple:
+        """The Failure fields after `version` and `seq` of a head that just failed. ANY_RELEASE: no shortcut, any
+        release may admit it."""
         frs = cq.frs[job.bucket]
         if len(frs) != 1 or self.fair:
             # With fair sharing an admission can raise another queue's share and so make room: no shortcut.
-            return None, 0, 0
+            return ANY_RELEASE
         fr = frs[0]
         most = self._tas_most(fr, job)
         if job.units > self.potential(cq, fr) or (most is not None and job.units > most):
-            return fr, 0, 1 << 62
+            return fr, cq.changes[fr], NEVER, NEVER, 0, 0
         if self._tas_short:
-            return None, 0, 0  # it waits for nodes in a domain, which any release may free
-        # Holds can vanish without a release (their preemptor admitted or given up): credit them up front.
-        held = self.held.get((id(cq.group), fr), 0)
+            return ANY_RELEASE  # it waits for nodes in a domain, which any release may free
         last = self._last_short
-        short = last.units if last.job is job and last.fr == fr else self._shortfall(cq, job, fr)
-        return fr, cq.group.released.get(fr, 0), max(0, short - held)
+        if last.job is not job or last.fr != fr:
+            last = self._shortfall(cq, job, fr)
+        return self._needs(cq, job, fr, last.own, last.others)
 
+    def _needs(self, cq: CQ, job: Job, fr: tuple[str, str], own: int, others: int) -> tuple:
+        """The Failure fields after `version` and `seq` of a head whose preemption search on `fr` lacks units, from
+        what it may evict in its own queue (`own`) and at most in others (`others`).
+
+        What the queue can take is min(local + free, capped): its unlent quota not in use (local), plus what the
+        cohort has free, within its borrowingLimit (capped: nominal + limit - usage). The shortfall is then
+        `overall` = units - (what it can take + own + others), or while it would borrow without being allowed to
+        preempt while borrowing, min(units - (what it can take + own), max(its usage not evictable + units - nominal,
+        `overall`)) (preemption.py `_lacking`). With its own queue as it is, only `free` (releases raise it) and
+        `others` (admissions and holds raise it, by at most Cohort.exposed) move."""
+        group = cq.group
+        exposed = group.exposed.get(fr, 0)
+        if not group.real:
+            return fr, cq.changes[fr], NEVER, NEVER, others, exposed  # nothing outside its queue moves
+        units, usage, nominal, limit = job.units, cq.usage[fr], cq.nominal[fr], cq.bl[fr]
+        local = cq.guar[fr] - usage if usage < cq.guar[fr] else 0
+        lacking = units - own - local  # the free quota the cohort must have for it to fit after evicting `own`
+        need_exposed = lacking - others + exposed  # the free quota, plus exposed since, for `overall` to end
+        if not self._borrowing_bound(cq, fr, units):
+            return fr, cq.changes[fr], NEVER, need_exposed, others, exposed
+        capped = NEVER if limit is None else nominal + limit - usage
+        need_free = lacking if capped >= units - own else NEVER
+        if usage - own + units - nominal > 0:
+            need_exposed = NEVER
+        return fr, cq.changes[fr], need_free, need_exposed, others, exposed
+
+    def _recheck(self, cq: CQ, job: Job, fail: Failure) -> Failure | None:
+        """A parked head's Failure brought up to date without its evaluation after its own queue's usage changed,
+        when its quota now shows its preemption search still lacks units; else None (evaluate it). What it could
+        reclaim from other queues is taken at most what it was plus what was exposed since."""
+        fr, units = fail.fr, job.units
+        available = self.available(cq, fr)
+        if units <= available:
+            return None
+        others = fail.others + cq.group.exposed.get(fr, 0) - fail.exposed
+        own = self._own_evictable(cq, job, fr)
+        if not self._lacking(cq, units, fr, available, own, others):
+            return None
+        return Failure(cq.group.version, job.seq, *self._needs(cq, job, fr, own, others))
 
     def _admit(self, cq: CQ, job: Job, fr: tuple[str, str], t: float, nodes=ANYWHERE) -> None:
         heap = cq.buckets[job.bucket]

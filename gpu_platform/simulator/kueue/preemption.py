@@ -28,11 +28,15 @@ class Target(NamedTuple):
 
 
 class Shortfall(NamedTuple):
-    """The last preemption search that lacked units: `units` short for `job` on `fr` (0: it may succeed)."""
+    """The last preemption search's bound: `units` short for `job` on `fr` (0: it may succeed), from what the queue
+    could take (`available`) and what it may evict in its own queue (`own`) and in others (`others`)."""
 
     job: Job | None
     fr: tuple[str, str] | None
     units: int
+    available: int = 0
+    own: int = 0
+    others: int = 0
 
 
 NO_SHORTFALL = Shortfall(None, None, 0)
@@ -53,7 +57,7 @@ class Preemptor(QuotaBook):
             return other.priority < job.priority or (other.priority == job.priority and job.ts < other.ts)
         return False
 
-    def _shortfall(self, cq: CQ, job: Job, fr: tuple[str, str], available: int | None = None) -> int:
+    def _shortfall(self, cq: CQ, job: Job, fr: tuple[str, str], available: int | None = None) -> Shortfall:
         """How many units the preemption search lacks at best, mirroring its options (0: it may succeed).
         `available`: what the queue can take of `fr` now, when the caller has it.
 
@@ -62,19 +66,28 @@ class Preemptor(QuotaBook):
         if available is None:
             available = self.available(cq, fr)
         own, others = self._evictable(cq, job, fr)
-        spec = cq.spec
-        units, usage, nominal = job.units, cq.usage[fr], cq.nominal[fr]
-        overall = units - (available + own + others)
-        if self.fair or usage + units <= nominal or spec.borrow_within_cohort not in (None, "Never"):
-            return max(0, overall)
-        # Would borrow and may not borrow while preempting: either take from its own queue only (borrowing),
-        # or evict enough of its own to end within nominal, and enough overall to fit.
-        return max(0, min(units - (available + own), max(usage - own + units - nominal, overall)))
+        return Shortfall(job, fr, self._lacking(cq, job.units, fr, available, own, others), available, own, others)
 
-    def _evictable(self, cq: CQ, job: Job, fr: tuple[str, str]) -> tuple[int, int]:
-        """Usage the job's preemption policies allow it to evict: in its own queue, and borrowed by others."""
-        spec = cq.spec
-        policy = spec.within_cluster_queue
+    def _lacking(self, cq: CQ, units: int, fr: tuple[str, str], available: int, own: int, others: int) -> int:
+        """The shortfall of a search for `units` from what the queue can take and may evict (own, others)."""
+        overall = units - (available + own + others)
+        if not self._borrowing_bound(cq, fr, units):
+            short = overall
+        else:
+            # Would borrow and may not borrow while preempting: either take from its own queue only (borrowing),
+            # or evict enough of its own to end within nominal, and enough overall to fit.
+            short = min(units - (available + own), max(cq.usage[fr] - own + units - cq.nominal[fr], overall))
+        return short if short > 0 else 0
+
+    def _borrowing_bound(self, cq: CQ, fr: tuple[str, str], units: int) -> bool:
+        """Whether the job would borrow and its queue may not borrow while preempting (classical preemption)."""
+        return not self.fair and cq.usage[fr] + units > cq.nominal[fr] and cq.spec.borrow_within_cohort in (
+            None, "Never")
+
+    @staticmethod
+    def _own_evictable(cq: CQ, job: Job, fr: tuple[str, str]) -> int:
+        """Usage of its own queue the job's withinClusterQueue policy allows it to evict (at most)."""
+        policy = cq.spec.within_cluster_queue
         priority = job.priority
         own = 0
         if policy == "LowerPriority":
@@ -85,6 +98,13 @@ class Preemptor(QuotaBook):
             for p, u in cq.prio_usage[fr].items():
                 if p <= priority:
                     own += u
+        return own
+
+    def _evictable(self, cq: CQ, job: Job, fr: tuple[str, str]) -> tuple[int, int]:
+        """Usage the job's preemption policies allow it to evict: in its own queue, and borrowed by others."""
+        own = self._own_evictable(cq, job, fr)
+        spec = cq.spec
+        priority = job.priority
         others = 0
         group = cq.group
         reclaim = spec.reclaim_within_cohort if group.real else "Never"
@@ -114,9 +134,8 @@ class Preemptor(QuotaBook):
         reclaim = spec.reclaim_within_cohort if cq.group.real else "Never"
         if spec.within_cluster_queue == "Never" and reclaim == "Never":
             return []
-        short = self._shortfall(cq, job, fr, available)
-        self._last_short = Shortfall(job, fr, short)
-        if short:
+        self._last_short = self._shortfall(cq, job, fr, available)
+        if self._last_short.units:
             return []
         same = [w for w in cq.admitted if w.flavor == fr[0] and w.resource == fr[1] and w.state != DONE
                 and self._within_allowed(cq, job, w)]

@@ -22,21 +22,36 @@ class Pending(NamedTuple):
     job: Job
 
 
-class Failure(NamedTuple):
-    """Why a bucket's head was found inadmissible: the cohort version then, the head, and (single flavor only)
-    the units released in the cohort by then and the units it lacked."""
+NEVER = 1 << 62  # more units than any release frees
 
-    version: int
-    seq: int
-    fr: tuple[str, str] | None
-    released: int
-    deficit: int
+
+class Failure:
+    """Why a bucket's head was found inadmissible: the cohort version it was (last) found so at, the head, and
+    (single flavor only, `fr`) what the cohort must have free before it can be admitted, while its own queue's usage
+    of `fr` stays as it was (`changes`: CQ.changes then). Its preemption search lacks units (preemption.py
+    `_shortfall`) unless the cohort's free quota (lendable less used: Cohort.free) reaches `need_free`, or that plus
+    what other queues' admissions exposed to reclaim since (Cohort.exposed) reaches `need_exposed`."""
+
+    __slots__ = ("version", "seq", "fr", "changes", "need_free", "need_exposed", "others", "exposed")
+
+    def __init__(self, version: int, seq: int, fr: tuple[str, str] | None, changes: int = 0, need_free: int = 0,
+                 need_exposed: int = 0, others: int = 0, exposed: int = 0):
+        self.version, self.seq, self.fr, self.changes = version, seq, fr, changes
+        self.need_free, self.need_exposed = need_free, need_exposed
+        # The most the search could reclaim from other queues then, and Cohort.exposed then: it can reclaim at most
+        # `others` plus what was exposed since.
+        self.others, self.exposed = others, exposed
+
+    def for_head(self, seq: int) -> Failure:
+        """The same failure for another head no easier than this one (at least as many units, no higher priority)."""
+        return Failure(self.version, seq, self.fr, self.changes, self.need_free, self.need_exposed, self.others,
+                       self.exposed)
 
 
 class Cohort:
     """Flat cohort totals: what members lend (SubtreeQuota) and what they use of it."""
 
-    __slots__ = ("name", "members", "lendable", "usage", "version", "real", "lendable_by_resource", "released")
+    __slots__ = ("name", "members", "lendable", "usage", "version", "real", "lendable_by_resource", "exposed")
 
     def __init__(self, name: str, real: bool):
         self.name, self.real = name, real
@@ -44,7 +59,11 @@ class Cohort:
         self.lendable: dict[tuple[str, str], int] = {}
         self.usage: dict[tuple[str, str], int] = {}
         self.lendable_by_resource: dict[str, int] = {}
-        self.released: dict[tuple[str, str], int] = {}  # units freed so far, per flavor resource
+        # Per flavor resource, the most the admissions so far can have added to what a preemptor may reclaim from
+        # their queues (preemption.py `_evictable` counts a borrowing queue's borrowed units plus its largest
+        # workload less one): for each admission into a queue then borrowing, the units it borrows of that admission
+        # plus that queue's largest admitted workload less one.
+        self.exposed: dict[tuple[str, str], int] = {}
         self.version = 0
 
 
@@ -52,7 +71,8 @@ class CQ:
     """A ClusterQueue's live state."""
 
     __slots__ = ("name", "spec", "idx", "group", "nominal", "bl", "guar", "usage", "prio_usage", "buckets", "fails",
-                 "admitted", "strict", "weight", "frs", "sticky", "potential", "wake", "sizes", "heads")
+                 "admitted", "strict", "weight", "frs", "sticky", "potential", "wake", "sizes", "heads", "changes",
+                 "settled")
 
     def __init__(self, name, spec, idx, group):
         self.name, self.spec, self.idx, self.group = name, spec, idx, group
@@ -70,8 +90,12 @@ class CQ:
         self.frs: dict[tuple, list[tuple[str, str]]] = {}
         self.sticky: Job | None = None  # a head waiting for its preemption targets to go (kueue#7157)
         self.potential: dict[tuple[str, str], int] = {}
-        self.wake: dict[tuple[str, str], int] | None = None  # see KueueScheduler._nominate
+        # Per flavor resource, the least `need_free` and `need_exposed` of its parked heads (Failure), until which
+        # none can be admitted (None: any release may admit one); see KueueScheduler._nominate.
+        self.wake: dict[tuple[str, str], tuple[int, int]] | None = None
         self.sizes: dict[tuple[str, str], dict[int, int]] = {fr: {} for fr in spec.quotas}  # admitted job sizes
+        self.changes = {fr: 0 for fr in spec.quotas}  # admissions and releases so far, per flavor resource
+        self.settled = -1  # the cohort version at which all its parked heads were last found still short
 
 
 class QuotaBook:
@@ -95,6 +119,8 @@ class QuotaBook:
                 group.lendable_by_resource[fr[1]] = group.lendable_by_resource.get(fr[1], 0) + lend
             self.cqs[name] = cq
         self.dirty: set[CQ] = set()
+        self.undecided: set[CQ] = set()  # queues with parked heads not marked dirty after a release (_wake_parked)
+        self.holding = False  # a cycle is holding quota back (KueueScheduler.cycle)
 
     def available(self, cq: CQ, fr: tuple[str, str]) -> int:
         """What `cq` can still take of `fr`: its unlent quota, plus what the cohort has free within limits."""
@@ -138,6 +164,7 @@ class QuotaBook:
         cq.usage[fr] = usage + delta
 
     def _use(self, cq: CQ, fr: tuple[str, str], delta: int, priority: int) -> None:
+        """Admit (delta > 0, after the queue's `sizes` count the workload) or release usage."""
         self._shift(cq, fr, delta)
         by_prio = cq.prio_usage[fr]
         left = by_prio.get(priority, 0) + delta
@@ -145,16 +172,59 @@ class QuotaBook:
             by_prio[priority] = left
         else:
             by_prio.pop(priority, None)
-        if delta < 0:
+        cq.changes[fr] += 1
+        if delta > 0:
+            self._expose(cq, fr, delta)
+        else:
             # Freed quota requeues the cohort's parked workloads (Kueue does this on finish and eviction, not on
             # admission, which can only take quota away).
-            group = cq.group
-            group.version += 1
-            group.released[fr] = group.released.get(fr, 0) - delta
-            released = group.released[fr]
-            for member in group.members:
-                if member.buckets and (member.wake is None or released >= member.wake.get(fr, released + 1)):
+            cq.group.version += 1
+            self._wake_parked(cq)
+
+    def _expose(self, cq: CQ, fr: tuple[str, str], units: int) -> None:
+        """`cq`'s usage of `fr` just rose by `units` (an admission, or a hold for its waiting preemptor): count the
+        most this can have added to what other queues' preemptors may reclaim from it (Cohort.exposed)."""
+        borrowed = cq.usage[fr] - cq.nominal[fr]
+        if borrowed > 0:
+            sizes = cq.sizes[fr]
+            exposed = cq.group.exposed
+            exposed[fr] = exposed.get(fr, 0) + (units if units < borrowed else borrowed) + (
+                max(sizes) if sizes else 1) - 1
+
+    def _wake_parked(self, releasing: CQ) -> None:
+        """After a release: mark dirty the cohort's queues with a head that may no longer be parked (CQ.wake), and
+        keep the others as undecided until the next cycle (KueueScheduler._settle), which decides with its holds
+        when the cohort has some (a preemptor waiting). While a cycle holds quota back (holds, reservations) the
+        cohort's free quota looks smaller than it is: then every queue is marked."""
+        group = releasing.group
+        holds_ahead = None
+        for member in group.members:
+            if member.buckets:
+                if member.wake is None or member is releasing or self.holding:
                     self.dirty.add(member)
+                elif not self._may_wake(member):
+                    self.undecided.add(member)
+                else:
+                    if holds_ahead is None:
+                        holds_ahead = self._holds_ahead(group)
+                    (self.undecided if holds_ahead else self.dirty).add(member)
+
+    def _holds_ahead(self, group: Cohort) -> bool:
+        """Whether the next cycle holds quota back in the cohort for a preemptor (cycle.py), which any release in the
+        cohort wakes: the next cycle then runs, and _settle decides."""
+        return False
+
+    @staticmethod
+    def _may_wake(cq: CQ, held: dict[tuple[int, tuple[str, str]], int] | None = None) -> bool:
+        """Whether the cohort has enough free (plus `held` back, per cohort and flavor resource) for a parked head."""
+        group = cq.group
+        for fr, (need_free, need_exposed) in cq.wake.items():
+            free = group.lendable[fr] - group.usage[fr]
+            if held:
+                free += held.get((id(group), fr), 0)
+            if free >= need_free or free + group.exposed.get(fr, 0) >= need_exposed:
+                return True
+        return False
 
     def _fits(self, cq: CQ, fr: tuple[str, str], units: int, allow_borrowing: bool) -> bool:
         if not allow_borrowing and cq.usage[fr] + units > cq.nominal[fr]:
