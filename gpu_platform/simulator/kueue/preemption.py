@@ -28,13 +28,12 @@ class Target(NamedTuple):
 
 
 class Shortfall(NamedTuple):
-    """The last preemption search's bound: `units` short for `job` on `fr` (0: it may succeed), from what the queue
-    could take (`available`) and what it may evict in its own queue (`own`) and in others (`others`)."""
+    """The last preemption search's bound: `units` short for `job` on `fr` (0: it may succeed), with what it may
+    evict in its own queue (`own`) and at most in others (`others`)."""
 
     job: Job | None
     fr: tuple[str, str] | None
     units: int
-    available: int = 0
     own: int = 0
     others: int = 0
 
@@ -66,7 +65,7 @@ class Preemptor(QuotaBook):
         if available is None:
             available = self.available(cq, fr)
         own, others = self._evictable(cq, job, fr)
-        return Shortfall(job, fr, self._lacking(cq, job.units, fr, available, own, others), available, own, others)
+        return Shortfall(job, fr, self._lacking(cq, job.units, fr, available, own, others), own, others)
 
     def _lacking(self, cq: CQ, units: int, fr: tuple[str, str], available: int, own: int, others: int) -> int:
         """The shortfall of a search for `units` from what the queue can take and may evict (own, others)."""
