@@ -57,8 +57,8 @@ def test_one_changed_field_is_refused_by_its_control(spec, change, control):
 
 def test_the_policy_reads_the_one_sidecar_source(spec):
     table = next(v["expression"] for v in spec["variables"] if v["name"] == "sidecars")
-    direct = TCPX.gpudirect
-    assert direct.rxdm_image in table and all(c in table for c in direct.rxdm_capabilities)
+    sidecar = TCPX.pod_sidecar
+    assert sidecar.image in table and all(c in table for c in sidecar.capabilities)
     assert '"/sys"' in table and '"/proc/sys"' in table
 
 
