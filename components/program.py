@@ -5,7 +5,6 @@ from typing import Any, Callable
 
 import pulumi
 
-from components.autoscaling import layer as autoscaling
 from components.clouds import cluster_class
 from components.clouds.existing import ExistingCluster
 from components.config.model import PlatformConfig
@@ -13,12 +12,13 @@ from components.context import Context
 from components.gpu import layer as gpu
 from components.network import layer as network
 from components.observability import layer as observability
+from components.provisioning import layer as provisioning
 from components.scheduling import layer as scheduling
 from components.stack_facts import StackFacts
 
 # Layers inside the cluster, in install order. Imported eagerly: every stack installs all of them, and none imports
 # a cloud provider SDK (the cluster class, which does, stays behind `cluster_class`).
-LAYERS: tuple[Callable[[Context], None], ...] = (network.install, gpu.install, autoscaling.install,
+LAYERS: tuple[Callable[[Context], None], ...] = (network.install, gpu.install, provisioning.install,
                                                  scheduling.install, observability.install)
 
 

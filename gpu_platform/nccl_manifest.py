@@ -8,16 +8,12 @@ from typing import Any
 
 from components.config.labels import POOL_LABEL, pool_taints
 from components.clouds import profile
+from components.clouds.facts import NcclTestImage
 from components.config.model import GpuPool, PlatformConfig, Team, looser_pod_security, pod_security_admits
-from components.gpu.gpudirect import workload_pod
 from components.scheduling.kinds import scheduler_kind
 from components.scheduling.kueue.component import LOCAL_QUEUE
 from components.scheduling.topology import pool_levels
 
-# AWS's EFA test image (aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests): CUDA, the EFA installer,
-# aws-ofi-nccl, NCCL, nccl-tests built with MPI, Open MPI and sshd. Pinned: `latest` moves.
-IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
-ALL_REDUCE_PERF = "/opt/nccl-tests/build/all_reduce_perf"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 SSH_PORT = 2222  # not 22: nothing else on the pod network expects it, and no privileged port is needed
@@ -90,35 +86,36 @@ def _refused(pool: GpuPool, needed: str, teams: list[Team]) -> str:
             f"set teams[].podSecurity: {needed} on the team that trains on the pool{after}, or test another team")
 
 
-def environment(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
-    """NCCL and libfabric settings: the pool's fabric, or plain TCP sockets where the platform attaches none."""
-    fabric = profile(config.cloud).fabrics.get(pool.fabric)
-    # Without an attached fabric the image's libfabric plugin would go looking for one: the socket transport is the
-    # baseline a fabric is measured against.
-    # The instance type's own settings (OCI: which RDMA NICs) come after the fabric's.
-    return {**dict(fabric.env), **dict(pool.instance.fabric_env)} if fabric else {"NCCL_NET": "Socket",
-                                                                                  "NCCL_DEBUG": "INFO"}
-
-
-def test_image(config: PlatformConfig, pool: GpuPool) -> tuple[str, str]:
-    """The image and its all_reduce_perf path: the fabric's own, else the cloud's socket-test image, else AWS's."""
+def test_image(config: PlatformConfig, pool: GpuPool) -> NcclTestImage:
+    """The image the test runs: the fabric's own, else the cloud's (from its cloud package, never another cloud's)."""
     prof = profile(config.cloud)
     fabric = prof.fabrics.get(pool.fabric)
-    image, binary = (fabric.nccl_test_image, fabric.nccl_test_binary) if fabric else prof.nccl_socket_test
-    return image or IMAGE, binary or ALL_REDUCE_PERF
+    return (fabric.nccl_test if fabric else None) or prof.nccl_test
+
+
+def environment(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
+    """What the image needs, then NCCL and libfabric settings: the pool's fabric, or plain TCP sockets where the
+    platform attaches none."""
+    fabric = profile(config.cloud).fabrics.get(pool.fabric)
+    # Without an attached fabric the image's network plugin would go looking for one: the socket transport is the
+    # baseline a fabric is measured against.
+    # The instance type's own settings (OCI: which RDMA NICs) come after the fabric's.
+    network = {**dict(fabric.env), **dict(pool.instance.fabric_env)} if fabric else {"NCCL_NET": "Socket",
+                                                                                     "NCCL_DEBUG": "INFO"}
+    return {**dict(test_image(config, pool).env), **network}
 
 
 def socket_note(config: PlatformConfig, pool: GpuPool) -> str:
-    """What a test of a pool without a fabric measures, or "" for a fabric pool: a TCP number read as the fabric's
-    would send someone hunting for a slow network."""
+    """What a test of a pool without a fabric measures, and with which image, or "" for a fabric pool: a TCP number
+    read as the fabric's would send someone hunting for a slow network."""
     if profile(config.cloud).fabrics.get(pool.fabric):
         return ""
-    image, _ = test_image(config, pool)
+    test = test_image(config, pool)
     idle = pool.instance.interconnect
     unused = (f"; {pool.instance.name}'s {idle} is not attached (gpuPools[].fabric: none), so this is not its "
               "bandwidth") if idle else ""
     return (f"pool {pool.name!r} has no fabric: this test measures NCCL over TCP sockets on the pod network "
-            f"(NCCL_NET=Socket), the baseline a fabric is compared with{unused}; image {image}")
+            f"(NCCL_NET=Socket), the baseline a fabric is compared with{unused}; image {test.image} ({test.source})")
 
 
 # MPI's own traffic stays on the pod network; with GPU NICs in the pod (GKE GPUDirect) it must not wander onto them.
@@ -126,18 +123,20 @@ MPI_INTERFACES = "--mca btl_tcp_if_exclude lo,docker0"
 MPI_POD_NETWORK_ONLY = "--mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0"
 
 
-def script(job: str, service: str, nodes: int, gpus: int, env: dict[str, str], binary: str = ALL_REDUCE_PERF,
+def script(job: str, service: str, nodes: int, gpus: int, env: dict[str, str], test: NcclTestImage,
            mpi_interfaces: str = MPI_INTERFACES) -> str:
-    """Every rank runs sshd; index 0 waits for the others, runs mpirun over them, then tells them to stop."""
+    """Every rank prepares the image and runs sshd; index 0 waits for the others, runs mpirun over them, then tells
+    them to stop."""
     hosts = [f"{job}-{i}.{service}" for i in range(nodes)]
     workers = " ".join(hosts[1:])
     forwarded = " ".join(f"-x {k}" for k in dict.fromkeys(("PATH", "LD_LIBRARY_PATH", *env)))
-    mpirun = (f"mpirun --allow-run-as-root --tag-output -np {nodes * gpus} -H "
+    mpirun = (f"{test.mpirun} --allow-run-as-root --tag-output -np {nodes * gpus} -H "
               f"{','.join(f'{h}:{gpus}' for h in hosts)} --bind-to none {forwarded} "
               f"--mca pml ^cm --mca btl tcp,self {mpi_interfaces} "
-              f"{binary} {shlex.join(SIZES)}")
+              f"{test.binary} {shlex.join(SIZES)}")
     return "\n".join([
         "set -eu",
+        *([test.setup] if test.setup else []),
         f"mkdir -p /root/.ssh /run/sshd && cp {SSH_DIR}/* /root/.ssh/ && chmod 700 /root/.ssh && chmod 600 /root/.ssh/*",
         f"ssh-keygen -A && /usr/sbin/sshd -p {SSH_PORT}",
         'if [ "$JOB_COMPLETION_INDEX" != 0 ]; then',
@@ -165,10 +164,10 @@ def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,
     if fabric and fabric.resource:
         # A shared plugin hands every HCA to the pod for one unit; EFA counts one unit per interface.
         limits[fabric.resource] = str(fabric.pod_units or pool.instance.fabric_interfaces)
-    # GKE GPUDirect: the NICs come through multi-networking and an RxDM sidecar.
-    direct = workload_pod(fabric, pool.instance.gpus, pool.instance.fabric_interfaces) \
-        if fabric and fabric.gpudirect else None
-    image, binary = test_image(config, pool)
+    # A fabric without a device plugin (GKE GPUDirect): the NICs come through pod annotations and a sidecar.
+    direct = fabric.workload_pod(fabric, pool.instance.gpus, pool.instance.fabric_interfaces) \
+        if fabric and fabric.workload_pod else None
+    test = test_image(config, pool)
     private, public = key_pair
     ssh_config = f"Host *\n  Port {SSH_PORT}\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-ssh", "namespace": ns, "labels": labels},
@@ -193,8 +192,8 @@ def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,
             "tolerations": [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
                             for t in pool_taints(pool, prof)],
             "containers": [{
-                "name": "nccl", "image": image, "command": ["/bin/bash", "-c", script(
-                    name, name, nodes, pool.instance.gpus, env, binary,
+                "name": "nccl", "image": test.image, "command": ["/bin/bash", "-c", script(
+                    name, name, nodes, pool.instance.gpus, env, test,
                     MPI_POD_NETWORK_ONLY if direct else MPI_INTERFACES)],
                 "env": [{"name": k, "value": v} for k, v in env.items()],
                 "resources": {"limits": limits, "requests": dict(limits)},

@@ -82,8 +82,26 @@ class NetworkTopology:
         return self.levels
 
 
-# Creates a fabric's in-cluster parts: (name, config, fabric, values, opts) -> its Pulumi resource.
-FabricInstaller = Callable[[str, Any, "Fabric", dict[str, Any], Any], Any]
+# Creates the in-cluster parts of the fabrics in use that share it, in one call (fabrics sharing an installer may
+# share resources, as GKE's two GPUDirect fabrics share the NRI injector): (name, config, fabrics, values, opts), values
+# keyed by fabric name; it names its own resources below `name`.
+FabricInstaller = Callable[[str, Any, "tuple[Fabric, ...]", dict[str, dict[str, Any]], Any], None]
+
+
+@dataclass(frozen=True)
+class NcclTestImage:
+    """An image `gpu-platform nccl-test` runs: nccl-tests' all_reduce_perf built with MPI, Open MPI and OpenSSH, pinned,
+    from the cloud's (or NVIDIA's) own published test or framework images."""
+
+    image: str
+    binary: str  # all_reduce_perf (the MPI build) in the image
+    source: str  # who publishes the image and where it is documented, printed with a socket test's note
+    # Shell run on every rank before sshd starts, for what the image leaves to its callers (its sshd, its NCCL).
+    setup: str = ""
+    env: tuple[tuple[str, str], ...] = ()  # what the image needs set, e.g. LD_LIBRARY_PATH to its own NCCL
+    # mpirun by absolute path where the image's Open MPI is off the default PATH: Open MPI then takes its prefix from
+    # it, so the ranks started over SSH (with sshd's PATH) find orted.
+    mpirun: str = "mpirun"
 
 
 @dataclass(frozen=True)
@@ -98,8 +116,9 @@ class Fabric:
     namespace: str
     env: tuple[tuple[str, str], ...] = ()  # what NCCL/libfabric need in pods using it
     # The fabric's own in-cluster installer, a function of its cloud package that imports it on call (facts stay
-    # free of Pulumi): `install(name, config, fabric, values, opts)`, values being the nodeSelector and tolerations
-    # of the fabric's pools. None: `chart` is a plain device plugin chart taking those values.
+    # free of Pulumi): `install(name, config, fabrics, values, opts)` (a FabricInstaller), called once for all the
+    # fabrics in use whose records name the same function, values being each one's pools' nodeSelector and
+    # tolerations. None: `chart` is a plain device plugin chart taking those values.
     installer: "Callable[[], FabricInstaller] | None" = None
     # GPUDirect RDMA on this fabric needs nvidia-peermem, which only the GPU Operator's driver loads (driver.rdma);
     # pools whose driver the cloud installs get the fabric without it (warned about).
@@ -117,13 +136,15 @@ class Fabric:
     # The fabric's nodes get their labels from the kubelet's --node-labels (self-managed nodes), which the
     # NodeRestriction admission plugin limits in the kubernetes.io and k8s.io domains.
     labels_via_kubelet: bool = False
-    # The NCCL test image with this fabric's transport and its all_reduce_perf path ("": the default EFA image;
-    # GKE GPUDirect's is its NCCL plugin installer image, which carries nccl-tests built against the plugin).
-    nccl_test_image: str = ""
-    nccl_test_binary: str = ""
+    # The NCCL test image with this fabric's transport (GKE GPUDirect's is its NCCL plugin installer image, which
+    # carries nccl-tests built against the plugin); None: the cloud's own (CloudProfile.nccl_test).
+    nccl_test: NcclTestImage | None = None
     # A fabric without a device plugin (resource and chart empty) reaches pods another way: on GKE through
     # multi-networking and a receive-datapath sidecar (gpudirect).
     gpudirect: "GpuDirect | None" = None
+    # What a pod using all of a node's NICs of such a fabric adds, a pure function of its cloud package:
+    # (fabric, gpus, nics) -> {"annotations", "sidecar", "volumes", "mounts"} (the NCCL test builds its pods with it).
+    workload_pod: "Callable[[Fabric, int, int], dict[str, Any]] | None" = None
     # The fabric works only with the cloud's own GPU driver (driver: managed); `auto` leaves other pools at none.
     needs_managed_driver: bool = False
     # The Pod Security level pods using the fabric need (GKE GPUDirect: host paths and NET_ADMIN, so privileged).
@@ -152,6 +173,21 @@ class GpuDirect:
     llcm: bool = False
     # Compact placement (GKE compact-placement): nodes of one pool close together in one zone, up to this many.
     placement_max_nodes: int = 150
+
+
+def writable_host_path(host_path: str) -> bool:
+    """Device directories (NCCL maps their files read-write); every other host directory a fabric's workload mounts,
+    such as the node's NCCL plugin that every pod on it shares, is mounted read-only."""
+    return host_path.startswith("/dev/")
+
+
+def workload_mount(volume: str, host_path: str, mount_path: str) -> dict[str, Any]:
+    """A fabric workload container's mount; the team's admission policy (tenancy/fabric_baseline.py) holds it to
+    this."""
+    mount: dict[str, Any] = {"name": volume, "mountPath": mount_path}
+    if host_path and not writable_host_path(host_path):
+        mount["readOnly"] = True
+    return mount
 
 
 @dataclass(frozen=True)
@@ -209,6 +245,9 @@ class CloudProfile:
     # The extras key choosing a native node provisioner instead (its first choice, the default, is `autoscaler`),
     # and the capacity types the native provisioner cannot buy.
     provisioner_key: str = ""
+    # Its choices spelled otherwise than the provisioner they choose (components/provisioning/kinds.py), as
+    # choice -> provisioner: a cloud's own name for a provisioner it runs itself.
+    provisioner_kinds: dict[str, str] = field(default_factory=dict)
     provisioner_unsupported_capacity: tuple[str, ...] = ()
     # Why the native provisioner cannot buy those (named in the error), and whether it can give its nodes the pool's
     # fast fabric at all (with the reason it cannot).
@@ -240,9 +279,9 @@ class CloudProfile:
     cloud_plugin_gpu_id_type: str = "uid"
     # Where the cloud-installed driver lives, when not where the operator looks (hostPaths.driverInstallDir).
     managed_driver_root: str = ""
-    # The nccl-test image and all_reduce_perf path for pools without a fabric (NCCL over TCP sockets); ("", ""): the
-    # command's default, AWS's public nccl-tests image.
-    nccl_socket_test: tuple[str, str] = ("", "")
+    # The nccl-test image of pools without a fabric (NCCL over TCP sockets) and of fabrics without their own: every
+    # cloud names one its vendor (or NVIDIA) publishes, so no pool runs another cloud's network stack.
+    nccl_test: NcclTestImage = field(kw_only=True)
     # The operator's toolkit must hand GPUs to containers through CDI on this cloud's node OS.
     needs_cdi: bool = False
     # system-node-critical/system-cluster-critical pods outside kube-system need a ResourceQuota admitting them.

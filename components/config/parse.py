@@ -16,7 +16,7 @@ from components.config.errors import Problems
 from components.config.fabric import fabric_extras_checks
 from components.config.fields import DNS1123_LABEL, DNS1123_WHAT, Section, join, name_index
 from components.config.model import (
-    CLOUDS, ENVIRONMENTS, Cluster, NodePool, Observability, PlatformConfig, Policy, Prometheus, Reclaim, Slo,
+    CLOUDS, ENVIRONMENTS, Cluster, GpuPool, NodePool, Observability, PlatformConfig, Policy, Prometheus, Reclaim, Slo,
     default,
 )
 from components.config.pools import (
@@ -27,12 +27,11 @@ from components.config.teams import (
     read_teams, reclaim_opt_ins, team_principal_checks, team_quota_rules,
 )
 from components.config.cron import cron_problem
-from components.config.provisioning import (
-    nap_checks, provisioner_checks, provisioner_fabrics, provisioner_version_check, queued_checks,
-)
 from components.config.quota_reach import quota_reach_warnings
 from components.config.tables import region_check, version_check
 from components.config.zonal import per_zone_start_checks
+from components.provisioning.kinds import KINDS as PROVISIONERS
+from components.provisioning.registry import ProvisioningStack
 from policies.exemptions import POLICY_KEYS
 from policies.exemptions import read_policy as read_exemption_policy
 from components.config.training import topology_checks
@@ -57,7 +56,7 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
     pool_items = top.list("gpuPools", required=True)
     pools = read_pools(pool_items, prof, problems, _zone_count(cluster, prof))
     if prof and cluster:
-        pools = provisioner_fabrics(cluster.extras, pool_items, pools, prof)
+        pools = _provisioned_pools(cluster.extras, pool_items, pools, prof)
     declared = set(name_index(pool_items))
     scheduler = read_scheduler(top.value("scheduler", {}), problems)
     teams = read_teams(top.list("teams", required=True), pools, declared, problems)
@@ -79,12 +78,13 @@ def parse(raw: dict[str, Any]) -> tuple[PlatformConfig | None, Problems]:
         cloud_pool_checks(cluster.extras, pool_items, pools, prof, problems)
         fabric_extras_checks(cluster.extras, cluster.adopted, pool_items, pools, prof, problems)
         per_zone_start_checks(cluster, pool_items, pools, prof, problems)
-        provisioner_checks(cluster.extras, pool_items, pools, prof, problems)
-        provisioner_version_check(cluster.extras, cluster.kubernetes_minor, prof, problems)
-        nap_checks(cluster.extras, pools, prof, problems)
+    if prof:
+        _provisioner_checks(ProvisioningStack(cluster.extras if cluster else None,
+                                              cluster.kubernetes_minor if cluster else "", pool_items, pools, prof,
+                                              scheduler), problems)
+    if prof and cluster:
         team_group_rules(cluster, teams, prof, problems)
     if prof:
-        queued_checks(pool_items, pools, prof, scheduler, problems)
         fabric_pod_security(pool_items, pools, teams, prof, problems)
     spot_warnings(pools, production, problems)
     team_quota_rules(pool_items, pools, scheduler, teams, prof, production, problems)
@@ -161,6 +161,23 @@ def _cluster(raw: Any, prof: CloudProfile | None, production: bool, problems: Pr
     return Cluster(name=name or "", region=region or "", kubernetes_version=version or "", system_pool=system,
                    existing_kubeconfig=kubeconfig if isinstance(kubeconfig, str) else None,
                    private_endpoint=bool(private), authorized_networks=networks, extras=extras)
+
+
+def _provisioned_pools(extras: dict[str, Any], pool_items: list[Any], pools: list[GpuPool],
+                       prof: CloudProfile) -> list[GpuPool]:
+    """The pools as every registered provisioner can make them (components/provisioning/kinds.py)."""
+    for kind in PROVISIONERS.values():
+        resolve = kind.checks().resolve_pools if kind.checks else None
+        if resolve:
+            pools = resolve(extras, pool_items, pools, prof)
+    return pools
+
+
+def _provisioner_checks(stack: ProvisioningStack, problems: Problems) -> None:
+    """Every registered provisioner's checks, each deciding whether the stack uses it."""
+    for kind in PROVISIONERS.values():
+        if kind.checks:
+            kind.checks().check(stack, problems)
 
 
 def _zone_count(cluster: Cluster | None, prof: CloudProfile | None) -> int:

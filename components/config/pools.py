@@ -24,6 +24,12 @@ LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 _TAINT_STRING = re.compile(r"(?P<key>[^=:]+)(=(?P<value>[^:]*))?:(?P<effect>\w+)")
 
 
+def declared(pool_items: list[Any], pools: list[GpuPool]) -> list[tuple[int, GpuPool]]:
+    """Each valid pool with its index in gpuPools, for error paths."""
+    index = name_index(pool_items)
+    return [(index[pool.name], pool) for pool in pools if pool.name in index]
+
+
 def read_pools(items: list[Any], prof: CloudProfile | None, problems: Problems, zones: int = 1) -> list[GpuPool]:
     """The pools of `gpuPools`; `zones`: how many zones of the cluster each pool spans."""
     if not items and not any(p.path == "gpuPools" for p in problems.errors):

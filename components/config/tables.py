@@ -8,6 +8,7 @@ import re
 
 from components.clouds.facts import KUBERNETES_VERSIONS_AS_OF, REGIONS_AS_OF, CloudProfile
 from components.config.errors import Problems
+from components.provisioning.kinds import kind_of
 
 _VERSION = re.compile(r"1\.(?P<minor>\d{2})(\.\d+)?")
 _FORMS = {"minor": "a minor version like \"1.35\"", "minor-or-patch": "a minor or patch version like \"1.35\" or "
@@ -49,8 +50,8 @@ def version_check(path: str, version: str, prof: CloudProfile, problems: Problem
                            f"\"{version}.1\", as the cloud lists it")
         return False
     if number > newest:
-        autoscaler = (" (the Cluster Autoscaler the stack installs stays on its newest pinned release)"
-                      if prof.autoscaler == "cluster-autoscaler" else "")
+        note = kind_of(prof.autoscaler).newer_minor_note
+        autoscaler = f" ({note})" if note else ""
         problems.warn(path, f"{version!r} is newer than the {prof.service} version table {known}; planned as given: "
                             f"check {prof.service} offers it, and that the add-ons the stack pins support it"
                             f"{autoscaler}, before `pulumi up`")

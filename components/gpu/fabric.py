@@ -1,7 +1,6 @@
 """What makes each fast fabric the GPU pools use reachable from pods: a plain device plugin chart, or the installer
-the fabric's record names from its cloud package (the NVIDIA Network Operator for InfiniBand on AKS, the RDMA shared
-device plugin on OKE); for GKE GPUDirect, which has no device plugin, its NIC networks, NCCL plugin installer and NRI
-injector (gpu/gpudirect)."""
+the fabric's record names from its cloud package (clouds/<cloud>/fabric.py), called once for all the fabrics in use
+that name it."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,9 +11,7 @@ import pulumi_kubernetes.helm.v3 as helm
 from components.config.labels import FABRIC_LABEL, pool_taints
 from components.clouds import profile
 from components.clouds.facts import Fabric
-from components.config.fabric import nic_counts
 from components.config.model import PlatformConfig
-from components.gpu.gpudirect import GpuDirectFabrics
 
 
 def tolerations(config: PlatformConfig, fabric: str) -> list[dict[str, str]]:
@@ -35,8 +32,7 @@ def plugin_values(config: PlatformConfig, fabric: Fabric) -> dict[str, Any]:
 
 
 class FabricDevicePlugins(pulumi.ComponentResource):
-    """Per fabric in use: its device plugin chart or its record's installer, or GpuDirectFabrics for GKE GPUDirect;
-    nothing when no pool has a fabric."""
+    """Per fabric in use: its device plugin chart, or its record's installer; nothing when no pool has a fabric."""
 
     TYPE = "gpu-platform:gpu:FabricDevicePlugins"
 
@@ -44,16 +40,12 @@ class FabricDevicePlugins(pulumi.ComponentResource):
         prof = profile(config.cloud)
         used = sorted({p.fabric for p in config.gpu_pools if p.fabric in prof.fabrics})
         super().__init__(self.TYPE, name, {"fabrics": used}, opts)
-        if nic_counts(config):
-            # GKE GPUDirect has no device plugin: NICs reach pods through multi-networking (gpu/gpudirect).
-            GpuDirectFabrics(f"{name}-gpudirect", config, opts=pulumi.ResourceOptions(parent=self))
+        child = pulumi.ResourceOptions(parent=self)
+        installers: dict[Any, list[Fabric]] = {}
         for kind in used:
             fabric = prof.fabrics[kind]
-            child = pulumi.ResourceOptions(parent=self)
-            if fabric.gpudirect:
-                continue
             if fabric.installer:
-                fabric.installer()(f"{name}-{kind}", config, fabric, plugin_values(config, fabric), child)
+                installers.setdefault(fabric.installer, []).append(fabric)
             else:
                 helm.Release(f"{name}-{kind}", helm.ReleaseArgs(
                     name=fabric.chart, chart=fabric.chart, version=fabric.version,
@@ -62,4 +54,6 @@ class FabricDevicePlugins(pulumi.ComponentResource):
                     # A DaemonSet on pools that may be scaled to zero: waiting for it would block until a node starts.
                     skip_await=True,
                 ), opts=child)
+        for installer, fabrics in installers.items():
+            installer()(name, config, tuple(fabrics), {f.name: plugin_values(config, f) for f in fabrics}, child)
         self.register_outputs({})

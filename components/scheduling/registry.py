@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from components.rows import Rows
+
 
 class SchedulerMonitoring(Protocol):
     """What a scheduler's `monitoring` module offers the observability layer (plain data, no Pulumi)."""
@@ -97,12 +99,5 @@ class SchedulerKind:
         return self.parts().monitoring
 
 
-KINDS: dict[str, SchedulerKind] = {}
-
-
-def register(kind: SchedulerKind) -> SchedulerKind:
-    """Add a scheduler package's row; called once from its `facts.py`."""
-    if kind.name in KINDS:
-        raise ValueError(f"scheduler kind {kind.name!r} is registered twice")
-    KINDS[kind.name] = kind
-    return kind
+KINDS: Rows[SchedulerKind] = Rows("scheduler kind")
+register = KINDS.register

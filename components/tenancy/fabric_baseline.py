@@ -9,7 +9,7 @@ baseline checks itself (Kubernetes "Pod Security Standards", baseline profile) w
 whose image and command are exactly a fabric's documented sidecar may add the sidecar's capabilities and mount its
 host paths, and other containers may mount the fabric's documented workload host paths (read-only, except device
 directories). The sidecar's facts are read from the cloud profile's `GpuDirect` (the same ones
-components/gpu/gpudirect.py builds pods from), so they have one source.
+its cloud package's workload_pod builds pods from), so they have one source.
 """
 from __future__ import annotations
 
@@ -19,9 +19,8 @@ from typing import Any
 import pulumi
 
 from components.clouds import profile
-from components.clouds.facts import GpuDirect
+from components.clouds.facts import GpuDirect, writable_host_path
 from components.config.model import PlatformConfig, Team
-from components.gpu.gpudirect import writable_host_path
 from components.tenancy.deny_policy import deny_policy
 
 POLICY_PREFIX = "gpu-platform-fabric-baseline"

@@ -33,7 +33,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--placement", choices=("spread", "binpack"),
                         help="node choice for pods (default: the scheduler's: kube-scheduler spreads, Volcano with "
                              "the binpack plugin packs)")
-    parser.add_argument("--cycle", type=float, help="scheduling cycle in seconds (default: the calibrated one, 0.4)")
+    parser.add_argument("--cycle", type=float, help="scheduling cycle in seconds (default: Kueue's calibrated "
+                        "0.25, Volcano's schedulePeriod 1)")
     parser.add_argument("--horizon", type=float, help="stop the simulation at this many seconds")
     parser.add_argument("--seed", type=int, default=0, help="seed for drawn durations and synthetic traces")
     parser.add_argument("--format", choices=("table", "json", "html"), default="table")
@@ -51,7 +52,7 @@ def add_parser(subparsers) -> None:
 
 
 MAX_NODES = 10_000  # per pool: ten times any cloud's node pool limit, and the simulator keeps state per node
-CYCLE_RANGE_S = (0.01, 3600.0)  # below 10 ms a long trace takes billions of cycles; the calibrated one is 0.4
+CYCLE_RANGE_S = (0.01, 3600.0)  # below 10 ms a long trace takes billions of cycles; the calibrated one is 0.25
 
 
 def _nodes(values: list[str], option: str = "--nodes") -> dict[str, int]:
@@ -111,7 +112,7 @@ def run(args) -> int:
 def _run(args) -> int:
     from dataclasses import replace
 
-    from gpu_platform.simulator import DEFAULT_TIMING, load_model, simulate
+    from gpu_platform.simulator import default_timing, load_model, simulate
     from gpu_platform.simulator import traces
     from gpu_platform.simulator.report import build_report, render_html, render_json, render_table
 
@@ -145,7 +146,7 @@ def _run(args) -> int:
                              known=lambda name: (model.team_for(name).name if model.team_for(name) else None),
                              eligible=lambda pools: [name for name in stack_teams if all(
                                  model.has_quota(model.teams[name], pool or args.pool) for pool in pools)])
-    timing = DEFAULT_TIMING if args.cycle is None else replace(DEFAULT_TIMING, cycle_s=args.cycle)
+    timing = default_timing(model) if args.cycle is None else replace(default_timing(model), cycle_s=args.cycle)
     last_submit = max((job.submit_s for job in trace), default=0.0)
     result = simulate(model, trace, timing, args.horizon, args.pool, progress=Progress("stack", last_submit))
     baseline = None

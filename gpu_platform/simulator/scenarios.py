@@ -43,12 +43,22 @@ KUEUE_LARGE_SCALE_CLASSES = (
 # The cycle model calibrated on the baseline (docs/simulator.md explains how): the fixed cycle and finish latency,
 # with the API client's rate limit at Kueue v0.19.2's defaults (apis/config/v1beta2/defaults.go: QPS 300, burst
 # 500). Its test runner finishes an eviction as soon as it sees one, so evictions take what a finish takes.
-KUEUE_CALIBRATED = Timing(cycle_s=0.25, finish_latency_s=1.0, evict_latency_s=1.0, api_qps=300.0, api_burst=500)
+KUEUE_CALIBRATED = Timing(cycle_s=0.25, finish_latency_s=0.55, evict_latency_s=0.55, api_qps=300.0, api_burst=500)
 # The performance test's minimalkueue sets its own client to QPS 50, burst 100 (test/performance/scheduler/
 # minimalkueue/main.go): not calibrated, read from the source.
 KUEUE_PERF_TIMING = replace(KUEUE_CALIBRATED, api_qps=50.0, api_burst=100)
 # For real clusters: the same cycle model, and pods that get Kubernetes' default 30 s termination grace period.
 DEFAULT_TIMING = replace(KUEUE_CALIBRATED, evict_latency_s=30.0)
+# Volcano v1.15.1's scheduler, read from its source, not calibrated: a session every schedulePeriod (1 s,
+# cmd/scheduler/app/options/options.go defaultSchedulerPeriod), pod binds through its client at kube-api-qps 2000
+# and kube-api-burst 2000 (the same file). A job's end is seen as late as with Kueue (an API round trip), and
+# evicted pods get the same grace period.
+VOLCANO_TIMING = replace(DEFAULT_TIMING, cycle_s=1.0, api_qps=2000.0, api_burst=2000)
+
+
+def default_timing(model: Model) -> Timing:
+    """The timing of the model's scheduler on a real cluster."""
+    return VOLCANO_TIMING if model.scheduler == "volcano" else DEFAULT_TIMING
 
 
 def kueue_module_dir(version: str = KUEUE_VERSION) -> Path | None:

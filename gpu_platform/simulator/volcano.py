@@ -12,6 +12,10 @@ Every session (schedulePeriod) runs the configured actions in order:
 - `preempt`: a pending job evicts lower-priority jobs of its own queue when that makes room on nodes;
 - `reclaim`: a queue below its deserved share evicts jobs of `reclaimable` queues above theirs.
 The `enqueue` gate (overcommit) and `backfill` of best-effort pods are not modelled: GPU pods always request.
+
+Timing is Volcano's own, not Kueue's cycle model (scenarios.VOLCANO_TIMING): a session every `schedulePeriod`
+(`wait.Until` in pkg/scheduler/scheduler.go, 1 s by default in cmd/scheduler/app/options), whatever its binds; each
+pod bind is an API call through the scheduler's client (QPS 2000, burst 2000 by default), sent after the session.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import math
 
 from gpu_platform.simulator.engine import ADMITTED, RUNNING, Job, NodeGroup, Simulation, pods_for
 from gpu_platform.simulator.model import ANY_FLAVOR
+from gpu_platform.simulator.ratelimit import TokenBucket
 from gpu_platform.simulator.scheduler import Blocked, Limit, register
 
 
@@ -56,6 +61,7 @@ class VolcanoScheduler:
                 for (_, resource), quota in q.quotas.items():
                     self.total[resource] = self.total.get(resource, 0) + quota.nominal
         self.dirty = False
+        self.client = TokenBucket(sim.timing.api_qps, sim.timing.api_burst)
         # Jobs no session can ever bind, reported up front; they still queue, as they would in Volcano.
         self.blocked: list[Blocked] = []
         self._limits_cache: dict[tuple, tuple[Limit, ...] | None] = {}
@@ -88,7 +94,7 @@ class VolcanoScheduler:
         self.dirty = True
 
     def busy_until(self) -> float:
-        return -math.inf  # sessions run every schedulePeriod; the binds' API cost is not modelled
+        return -math.inf  # sessions run every schedulePeriod whatever the binds; they go out asynchronously
 
     # ---- the session ------------------------------------------------------------------------------------------
     def cycle(self, t: float) -> None:
@@ -205,7 +211,10 @@ class VolcanoScheduler:
         q.pending[job.resource] -= job.units
         q.allocated[job.resource] = q.allocated.get(job.resource, 0) + job.units
         q.admitted[job] = None
-        self.sim.admit(job, ANY_FLAVOR, group, t, place_now=True)
+        # The session binds in cache; the pod binds go out asynchronously (BindFlowChannel), one API call per pod
+        # through the scheduler's own client, and the job starts when the last went through.
+        pods = len(pods_for(job.units, group.cap)) if group is not None else 1
+        self.sim.admit(job, ANY_FLAVOR, group, t, place_now=True, landed=self.client.take(t, pods))
 
     # ---- eviction actions -------------------------------------------------------------------------------------
     def _victims_make_room(self, job: Job, victims: list[Job]) -> list[Job] | None:

@@ -11,9 +11,11 @@ import pytest
 import yaml
 
 from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
-from components.autoscaling import layer
-from components.autoscaling.priorities import expander_priorities
-from components.autoscaling.values import CHART_VERSION, deep_merge, gpu_utilization_threshold, shared_values
+from components.provisioning import layer
+from components.provisioning.cluster_autoscaler.priorities import expander_priorities
+from components.provisioning.cluster_autoscaler.values import (
+    CHART_VERSION, deep_merge, gpu_utilization_threshold, shared_values,
+)
 from components.clouds import cluster_class
 from components.clouds.base import PlatformCluster
 from components.config import ConfigError, validate

@@ -1,5 +1,5 @@
 """teams[].podSecurity: fabric-sidecar on GKE GPUDirect: the planned ValidatingAdmissionPolicy's CEL, evaluated with
-cel-python on a good pod (baseline plus the exact TCPX sidecar, built by components/gpu/gpudirect.py) and on one
+cel-python on a good pod (baseline plus the exact TCPX sidecar, built by components/clouds/gcp/facts.py) and on one
 changed field per refused case; the namespace labels and binding; GPU014 on gcp-prod without an exemption and one
 changed field per failing case. tests/cluster/test_cluster_fabric_sidecar.py runs the same cases on a real API
 server."""

@@ -15,7 +15,8 @@ from components.clouds.gcp.catalog import INSTANCE_TYPES as GCP_TYPES
 from components.clouds import PROFILES
 from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from components.config import ConfigError
-from components.gpu import gpudirect
+from components.clouds.gcp import facts as gcp_facts
+from components.clouds.gcp import fabric as gcp_fabric
 from gpu_platform import nccl_manifest
 from gpu_platform.cli import main
 from gpu_platform.engine import plan_stack
@@ -81,7 +82,7 @@ def test_nccl_environment_names_exactly_the_catalogued_nics():
                                       (TCPXO, "NCCL_FASTRAK_IFNAME", "a3-megagpu-8g")):
         nics = GCP_TYPES[machine].fabric_interfaces
         assert dict(fabric.env)[variable].split(",") == [f"eth{i + 1}" for i in range(nics)]
-        assert [i["interfaceName"] for i in gpudirect.pod_interfaces(fabric.name, nics)] == [
+        assert [i["interfaceName"] for i in gcp_facts.pod_interfaces(fabric.name, nics)] == [
             f"eth{i}" for i in range(nics + 1)]
         assert not fabric.resource and not fabric.chart  # no device plugin: multi-networking instead
         for image in (fabric.gpudirect.installer_image, fabric.gpudirect.rxdm_image):
@@ -234,7 +235,7 @@ def test_installer_and_injector_are_valid_daemonsets_on_the_fabric_pools_only(me
 
 
 def test_tcpx_installer_has_no_host_preparation_step():
-    spec = gpudirect.installer_spec(TCPX)["template"]["spec"]
+    spec = gcp_fabric.installer_spec(TCPX)["template"]["spec"]
     assert [c["name"] for c in spec["initContainers"]] == ["nccl-tcpx-installer"]
     assert "/var/lib/tcpx/lib64/." in spec["initContainers"][0]["args"][0]
 
@@ -264,7 +265,7 @@ def test_nccl_test_uses_the_gpu_nics(machine, fabric):
     annotations = template["metadata"]["annotations"]
     interfaces = json.loads(annotations["networking.gke.io/interfaces"])
     assert interfaces[0] == {"interfaceName": "eth0", "network": "default"}
-    assert [i["network"] for i in interfaces[1:]] == [gpudirect.network_name(fabric.name, i) for i in range(nics)]
+    assert [i["network"] for i in interfaces[1:]] == [gcp_facts.network_name(fabric.name, i) for i in range(nics)]
     assert annotations["networking.gke.io/default-interface"] == "eth0"
     devices = [d["path"] for d in yaml.safe_load(annotations[f"devices.gke.io/container.{fabric.gpudirect.rxdm_container}"])]
     assert devices[:8] == [f"/dev/nvidia{i}" for i in range(8)] and "/dev/nvidiactl" in devices
@@ -285,8 +286,8 @@ def test_nccl_test_uses_the_gpu_nics(machine, fabric):
     assert env == dict(fabric.env) and "NCCL_NET" not in env  # no socket fallback
     assert nccl["resources"]["limits"] == {"nvidia.com/gpu": "8"}
     command = nccl["command"][2]
-    assert fabric.nccl_test_binary == "/third_party/nccl-tests-mpi/build/all_reduce_perf"
-    assert fabric.nccl_test_binary in command and "--mca btl_tcp_if_include eth0" in command
+    assert fabric.nccl_test.binary == "/third_party/nccl-tests-mpi/build/all_reduce_perf"
+    assert fabric.nccl_test.binary in command and "--mca btl_tcp_if_include eth0" in command
     assert command.count("-x LD_LIBRARY_PATH") == 1
 
 

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from components.config import ConfigError
-from components.config.provisioning import nap_totals
+from components.provisioning.nap.checks import nap_totals
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config
 

@@ -9,11 +9,11 @@ import jsonschema
 import pytest
 import yaml
 
-from components.autoscaling.karpenter import CHART_VERSION
+from components.provisioning.karpenter.component import CHART_VERSION
 from components.clouds import PROFILES
 from components.config import ConfigError, validate
 from components.config.errors import Problems
-from components.config.provisioning import provisioner_version_check
+from components.provisioning.karpenter.checks import provisioner_version_check
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config
 

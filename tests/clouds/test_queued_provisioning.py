@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from components.config import ConfigError, validate
-from components.scheduling import provisioning
+from components.scheduling.kueue import provisioning
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config
 

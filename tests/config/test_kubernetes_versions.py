@@ -8,7 +8,7 @@ import tarfile
 import pytest
 import yaml
 
-from components.autoscaling.values import CHART_VERSION, IMAGE_TAGS, image_tag, shared_values
+from components.provisioning.cluster_autoscaler.values import CHART_VERSION, IMAGE_TAGS, image_tag, shared_values
 from components.clouds import PROFILES
 from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from components.config import ConfigError, validate

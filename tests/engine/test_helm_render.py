@@ -535,9 +535,10 @@ def test_prometheus_selects_every_monitor_and_rule_we_create(stack, rendered):
             spec[f"{field_}NamespaceSelector"], namespaces.get(metadata["namespace"], {})), (kind, metadata)
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", [*STACKS, *VARIANTS])
 def test_our_service_monitors_find_the_charts_services(stack, rendered):
-    """Kueue's and Volcano's ServiceMonitors select exactly their chart's metrics Service, by a port it has."""
+    """Kueue's and Volcano's ServiceMonitors (and any a scheduler's monitoring.SCRAPE adds) select exactly their
+    chart's metrics Service, by a port it has."""
     plan, charts = rendered[stack]
     for monitor in planned(plan, "ServiceMonitor"):
         spec = monitor.inputs["spec"]
@@ -548,6 +549,23 @@ def test_our_service_monitors_find_the_charts_services(stack, rendered):
         assert len(matched) == 1, (monitor.name, [s["metadata"]["name"] for s in matched])
         ports = {p.get("name") for p in matched[0]["spec"]["ports"]}
         assert {e["port"] for e in spec["endpoints"]} <= ports
+
+
+def test_kai_chart_renders_no_service_for_a_monitor_to_select(rendered):
+    """Why KAI is not scraped (components/scheduling/kai/monitoring.py): at the pinned version its chart renders only
+    the operator Deployment, whose metrics port no Service fronts, and no monitor of its own; the operator creates the
+    scheduler, its Services and (with KAI's own Prometheus on) ServiceMonitors at run time. A chart version that
+    renders a metrics Service or a monitor fails here, and is then wired like Kueue's."""
+    plan, charts = rendered["aws-prod+kai"]
+    kai = charts["kai-scheduler"]
+    assert [d["kind"] for d in kai.docs if d["kind"] in ("Service", *MONITOR_SELECTORS)] == []
+    ports = {(d["metadata"]["name"], port.get("name")) for d in kai.of_kind("Deployment")
+             for c in d["spec"]["template"]["spec"]["containers"] for port in c.get("ports", [])}
+    assert ports == {("kai-operator", "metrics"), ("kai-operator", "probe")}
+    # prometheus.enabled would have the operator run a second Prometheus (for time-based fairshare) with its RBAC.
+    assert "prometheus" not in kai.values and not [d for d in kai.docs if d["metadata"]["name"] == "kai-prometheus"]
+    assert [m.name for m in planned(plan, "ServiceMonitor")
+            if m.inputs["spec"]["namespaceSelector"]["matchNames"] == [kai.namespace]] == []
 
 
 @pytest.mark.parametrize("stack", STACKS)

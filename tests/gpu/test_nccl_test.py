@@ -7,16 +7,19 @@ import pytest
 import yaml
 
 from components.config.labels import pool_taints
-from components.clouds import profile
+from components.clouds import PROFILES, profile
 from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
 from gpu_platform.cli import main
 from gpu_platform.engine.plan import validate_stack
 from gpu_platform import nccl_manifest
-from gpu_platform.nccl_manifest import IMAGE
 
 from support.paths import ROOT
 
 KUEUE_STACKS = ("aws-prod", "aws-dev", "azure-prod", "gcp-prod", "oci-prod")
+# Where each cloud's test images come from: its own vendor's registry, or for AKS NVIDIA's (Microsoft publishes no
+# version-tagged nccl-tests image). GKE GPUDirect's plugin images and its gIB diagnostic image share Google's.
+REGISTRIES = {"aws": "public.ecr.aws/hpc-cloud/nccl-tests:", "azure": "nvcr.io/nvidia/pytorch:",
+              "gcp": "us-docker.pkg.dev/gce-ai-infra/", "oci": "iad.ocir.io/idxzjcdglx2s/nccl-tests:"}
 
 
 def stack_pools():
@@ -68,8 +71,8 @@ def test_manifest_is_valid_kubernetes_on_the_pools_nodes(stack, pool_name, capsy
     container = pod["containers"][0]
     fabric = prof.fabrics.get(pool.fabric)
     direct = fabric.gpudirect if fabric else None
-    image = (fabric.nccl_test_image if fabric else prof.nccl_socket_test[0]) or IMAGE
-    assert container["image"] == image and ":latest" not in image
+    image = container["image"]
+    assert image.startswith(REGISTRIES[config.cloud]) and ":latest" not in image
     if direct:  # Google's installer image carries nccl-tests built against the plugin it installs
         assert image == direct.installer_image
     env = {e["name"]: e["value"] for e in container["env"]}
@@ -86,9 +89,12 @@ def test_manifest_is_valid_kubernetes_on_the_pools_nodes(stack, pool_name, capsy
         assert env["NCCL_NET"] == "Socket" and "FI_PROVIDER" not in env
     assert container["resources"]["limits"] == container["resources"]["requests"] == expected
     command = container["command"][2]
-    binary = (fabric.nccl_test_binary if fabric else prof.nccl_socket_test[1]) or "/opt/nccl-tests/build/all_reduce_perf"
-    assert f"-np {2 * pool.instance.gpus} " in command and binary in command
-    assert all(f"-x {name}" in command for name in env)
+    test = nccl_manifest.test_image(config, pool)
+    assert test.image == image and f"-np {2 * pool.instance.gpus} " in command and test.binary in command
+    assert f"{test.mpirun} --allow-run-as-root" in command
+    assert all(f"-x {name}" in command for name in env) and set(dict(test.env)) <= set(env)
+    if test.setup:  # what the image leaves out is in place before sshd starts
+        assert command.index(test.setup) < command.index("/usr/sbin/sshd")
     assert secret["stringData"]["authorized_keys"] == secret["stringData"]["id_ed25519.pub"]
     assert secret["stringData"]["id_ed25519"].startswith("-----BEGIN OPENSSH PRIVATE KEY-----")
 
@@ -162,18 +168,79 @@ def test_a_restricted_team_is_skipped_or_refused_its_pods_run_sshd_as_root(tmp_p
     assert "teams[].podSecurity: baseline" in err and "GPU014" not in err
 
 
-@pytest.mark.parametrize("stack, pool_name, image, idle", [
-    ("aws-dev", "a10g-train", "public.ecr.aws/hpc-cloud/nccl-tests:", "g5.12xlarge's efa is not attached"),
-    ("oci-prod", "h100-train", "iad.ocir.io/idxzjcdglx2s/nccl-tests:", "BM.GPU.H100.8's rdma is not attached"),
+def fabric_off(tmp_path, stack: str, pool_name: str) -> str:
+    """The stack file with one pool's fabric set to none, and a team that excepted GPUDirect's sidecar at baseline."""
+    raw = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+    next(p for p in raw["config"]["gpu-platform:gpuPools"] if p["name"] == pool_name)["fabric"] = "none"
+    for team in raw["config"]["gpu-platform:teams"]:
+        if team.get("podSecurity") == "fabric-sidecar":
+            team["podSecurity"] = "baseline"
+    path = tmp_path / f"Pulumi.{stack}.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return str(path)
+
+
+@pytest.mark.parametrize("stack, pool_name, fabric_none, image, publisher, idle", [
+    ("aws-dev", "a10g-train", False, "public.ecr.aws/hpc-cloud/nccl-tests:", "AWS's", "g5.12xlarge's efa is not attached"),
+    ("oci-prod", "h100-train", False, "iad.ocir.io/idxzjcdglx2s/nccl-tests:", "Oracle's",
+     "BM.GPU.H100.8's rdma is not attached"),
+    ("azure-prod", "a10-spot", False, "nvcr.io/nvidia/pytorch:", "NVIDIA's NGC PyTorch image", ""),
+    ("azure-prod", "h100-train", True, "nvcr.io/nvidia/pytorch:", "NVIDIA's NGC PyTorch image",
+     "Standard_ND96isr_H100_v5's infiniband is not attached"),
+    ("gcp-prod", "h100-train", True, "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:",
+     "Google's NCCL/gIB diagnostic image", "a3-highgpu-8g's gpudirect-tcpx is not attached"),
 ])
-def test_a_fabric_less_pool_says_it_measures_sockets_with_its_clouds_image(stack, pool_name, image, idle, capsys):
-    assert main(["nccl-test", stack, "--pool", pool_name]) == 0
+def test_a_fabric_less_pool_says_it_measures_sockets_with_its_clouds_image(
+        stack, pool_name, fabric_none, image, publisher, idle, capsys, tmp_path):
+    where = ["--file", fabric_off(tmp_path, stack, pool_name)] if fabric_none else []
+    assert main(["nccl-test", stack, *where, "--pool", pool_name]) == 0
     captured = capsys.readouterr()
     (note,) = [line for line in captured.err.splitlines() if line.startswith("note: ")]
     assert f"pool {pool_name!r} has no fabric: this test measures NCCL over TCP sockets" in note and idle in note
     (job,) = [o for o in yaml.safe_load_all(captured.out) if o["kind"] == "Job"]
-    assert job["spec"]["template"]["spec"]["containers"][0]["image"].startswith(image)
-    assert f"image {image}" in note
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert container["image"].startswith(image) and f"image {image}" in note and publisher in note
+    assert {e["name"]: e["value"] for e in container["env"]}["NCCL_NET"] == "Socket"
+
+
+@pytest.mark.parametrize("stack, pool_name, fabric_none", [
+    ("azure-prod", "a10-spot", False), ("azure-prod", "h100-train", True), ("gcp-prod", "h100-train", True)])
+def test_aks_and_gke_pools_without_a_fabric_run_no_aws_image(stack, pool_name, fabric_none, capsys, tmp_path):
+    """AWS's image bundles the EFA installer and aws-ofi-nccl, a network stack of another cloud."""
+    where = ["--file", fabric_off(tmp_path, stack, pool_name)] if fabric_none else []
+    assert main(["nccl-test", stack, *where, "--pool", pool_name]) == 0
+    (job,) = [o for o in yaml.safe_load_all(capsys.readouterr().out) if o["kind"] == "Job"]
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert not any(word in container["image"] for word in ("ecr.aws", "amazonaws", "efa"))
+
+
+def test_the_gke_socket_image_uses_its_own_nccl_and_the_aks_one_installs_sshd_first(capsys, tmp_path):
+    assert main(["nccl-test", "gcp-prod", "--file", fabric_off(tmp_path, "gcp-prod", "h100-train"),
+                 "--pool", "h100-train"]) == 0
+    (job,) = [o for o in yaml.safe_load_all(capsys.readouterr().out) if o["kind"] == "Job"]
+    (gke,) = job["spec"]["template"]["spec"]["containers"]
+    command = gke["command"][2]
+    # No installer DaemonSet serves a fabric-less pool: the image unpacks its NCCL, found before the node's driver.
+    assert {e["name"]: e["value"] for e in gke["env"]}["LD_LIBRARY_PATH"] == "/var/lib/gib/lib64:/usr/local/nvidia/lib64"
+    assert command.index("/scripts/container_entry.sh install --install-nccl") < command.index("/usr/sbin/sshd")
+    assert "/third_party/nccl-tests/build/all_reduce_perf -b 8" in command
+    assert main(["nccl-test", "azure-prod", "--pool", "a10-spot"]) == 0
+    (job,) = [o for o in yaml.safe_load_all(capsys.readouterr().out) if o["kind"] == "Job"]
+    command = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    assert command.index("apt-get install") < command.index("/usr/sbin/sshd")
+    # Open MPI off sshd's PATH: mpirun by absolute path, so the remote ranks find orted under its prefix.
+    assert "/usr/local/mpi/bin/mpirun --allow-run-as-root" in command
+    assert "/usr/local/bin/all_reduce_perf_mpi -b 8" in command
+
+
+@pytest.mark.parametrize("cloud", sorted(PROFILES))
+def test_every_clouds_test_images_are_its_own_and_pinned(cloud):
+    prof = PROFILES[cloud]
+    images = [prof.nccl_test, *(f.nccl_test for f in prof.fabrics.values() if f.nccl_test)]
+    for test in images:
+        assert test.image.startswith(REGISTRIES[cloud]), test.image
+        tag = test.image.rsplit(":", 1)[1]
+        assert tag != "latest" and test.binary.startswith("/") and test.source
 
 
 def test_a_fabric_pool_has_no_socket_note(capsys):

@@ -3,12 +3,13 @@
 Imports are read with `ast` from every module, including the ones inside functions and `if TYPE_CHECKING:`
 blocks. The layers, bottom to top; a module imports only from its own layer and the ones below it:
 
-0. Facts, free of Pulumi: the chart pins, the namespaces, the GPU catalog, the cloud registry
+0. Facts, free of Pulumi: the chart pins, the namespaces, the GPU catalog, the registries' row tables (`rows`), the cloud registry
    (`components.clouds`), the shapes of cloud facts (`components.clouds.facts`), and each cloud package's entry
    (`components.clouds.<cloud>`) with its `facts`, `catalog` and `offline` modules; the scheduler registry
-   (`components.scheduling.registry`, `kinds`) with each scheduler package's `facts` row, and the job framework table.
+   (`components.scheduling.registry`, `kinds`) with each scheduler package's `facts` row, and the job framework table;
+   the provisioner registry (`components.provisioning.registry`, `kinds`) with each provisioner package's `facts` row.
 1. The stack config (`components.config.*`): the validated model and what follows from it alone (capacity, pool
-   labels and taints, what the GPU Operator does on each pool).
+   labels and taints, what the GPU Operator does on each pool); and each provisioner package's `checks`.
 2. Components (`components.<area>.*`, the cloud packages' clusters, node pools and networks among them): may import
    each other, except that the cluster layer (`components.clouds.*`) imports none of the in-cluster areas.
 3. The program (`components.program`): the only importer of the layer modules (`components.<area>.layer`).
@@ -18,7 +19,7 @@ blocks. The layers, bottom to top; a module imports only from its own layer and 
 
 One way down is deliberate and structural, not a list of exceptions: a registered package's entry or row loads its
 own package's modules inside a function (a cloud's `cluster_class()`, a fabric record's `installer`, a scheduler row's
-`parts`), so a stack imports only its own cloud's SDK (test_startup.py) and validation no Pulumi. A cloud package's
+`parts`, a provisioner row's `checks` and `installer`), so a stack imports only its own cloud's SDK (test_startup.py) and validation no Pulumi. A cloud package's
 `fabric` module is an in-cluster component living with its cloud: the cluster modules import none of it.
 The cloud provider SDKs are imported only in their own cloud's package. `policies/` imports neither package
 (tests/policy/test_policy_standalone.py).
@@ -42,6 +43,12 @@ SCHEDULER_FACTS = ("components.scheduling.kinds", "components.scheduling.registr
                    "components.scheduling.framework_catalog",
                    *(f"components.scheduling.{p.parent.name}.facts"
                      for p in sorted((ROOT / "components/scheduling").glob("*/facts.py"))))
+# The provisioner table and each provisioner package's row; each package's config checks.
+PROVISIONER_FACTS = ("components.provisioning.kinds", "components.provisioning.registry",
+                     *(f"components.provisioning.{p.parent.name}.facts"
+                       for p in sorted((ROOT / "components/provisioning").glob("*/facts.py"))))
+PROVISIONER_CHECKS = tuple(f"components.provisioning.{p.parent.name}.checks"
+                           for p in sorted((ROOT / "components/provisioning").glob("*/checks.py")))
 IN_CLUSTER_AREAS = ("components.gpu", "components.network", "components.scheduling", "components.tenancy",
                     "components.observability")
 
@@ -54,7 +61,8 @@ def _module_name(path: Path) -> str:
 MODULES = {_module_name(p): p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))}
 CLOUD_PACKAGES = sorted(m for m, p in MODULES.items()
                         if m.startswith("components.clouds.") and m.count(".") == 2 and p.name == "__init__.py")
-FACT_MODULES = ("components.pins", "components.namespaces", "components.catalog", "components.clouds.facts")
+FACT_MODULES = ("components.pins", "components.namespaces", "components.catalog", "components.clouds.facts",
+                "components.rows")
 # A cloud package's in-cluster fabric installer (`fabric.py`, loaded by its fabric records): an in-cluster component
 # that happens to live with its cloud, so the cluster modules may not import it and it may import in-cluster areas.
 CLOUD_FABRICS = tuple(f"{package}.fabric" for package in CLOUD_PACKAGES if f"{package}.fabric" in MODULES)
@@ -114,9 +122,9 @@ GPU_PLATFORM_LAYERS = (("gpu_platform.engine", "gpu_platform.nccl_manifest"),
 
 
 def _layer(module: str) -> int | None:
-    if _fact(module) or _under(module, *SCHEDULER_FACTS):
+    if _fact(module) or _under(module, *SCHEDULER_FACTS, *PROVISIONER_FACTS):
         return 0
-    if _under(module, "components.config"):
+    if _under(module, "components.config", *PROVISIONER_CHECKS):
         return 1
     if module == "components.program":
         return 3
@@ -133,10 +141,10 @@ def _violations(rule) -> list[str]:
 
 
 def _own_package_on_call(module: str, target: str, top: bool) -> bool:
-    """A cloud package's entry or facts (a fabric record's installer), or a scheduler package's row, loading its own
-    package's modules inside a function."""
+    """A cloud package's entry or facts (a fabric record's installer), or a scheduler or provisioner package's row,
+    loading its own package's modules inside a function."""
     package = module.removesuffix(".facts")
-    registered = (*CLOUD_PACKAGES, *(f"{p}.facts" for p in CLOUD_PACKAGES), *SCHEDULER_FACTS)
+    registered = (*CLOUD_PACKAGES, *(f"{p}.facts" for p in CLOUD_PACKAGES), *SCHEDULER_FACTS, *PROVISIONER_FACTS)
     return module in registered and not top and _under(target, package)
 
 
@@ -148,6 +156,9 @@ def test_the_graph_is_read():
     assert ("gpu_platform.commands.plan", False) in IMPORTS["gpu_platform.cli"]
     assert ("components.scheduling.kueue.facts", True) in IMPORTS["components.scheduling.kinds"]
     assert ("components.clouds.azure.fabric", False) in IMPORTS["components.clouds.azure.facts"]  # its installer
+    assert ("components.provisioning.karpenter.facts", True) in IMPORTS["components.provisioning.kinds"]
+    assert ("components.provisioning.karpenter.checks", False) in IMPORTS["components.provisioning.karpenter.facts"]
+    assert len(PROVISIONER_FACTS) > 2 and len(PROVISIONER_CHECKS) > 2
 
 
 def test_module_level_imports_form_no_cycle():
@@ -217,3 +228,28 @@ def test_tenancy_imports_no_scheduling_or_observability():
     assert _violations(lambda m, t: _under(m, "components.tenancy")
                        and _under(t, "components.scheduling", "components.observability")
                        and not _under(t, *SCHEDULER_FACTS)) == []
+
+
+def test_the_provisioner_tables_import_only_facts():
+    """Beyond their own package's checks and installer, loaded on call."""
+    assert sorted({f"{m} -> {t}" for m, found in IMPORTS.items() for t, top in found
+                   if _under(m, *PROVISIONER_FACTS) and _under(t, "components") and _layer(t) != 0
+                   and not _own_package_on_call(m, t, top)}) == []
+
+
+def test_provisioner_checks_import_no_pulumi():
+    """Config validation loads them: like the config, they import facts and config only."""
+    assert _violations(lambda m, t: _under(m, *PROVISIONER_CHECKS)
+                       and _under(t, "pulumi", "pulumi_kubernetes", *CLOUD_SDKS.values())) == []
+
+
+def test_a_provisioner_package_is_named_outside_itself_only_by_the_table_and_the_clouds():
+    """What a new provisioner touches outside its package: one import line in `components/provisioning/kinds.py` (and
+    its chart pin in `components/pins.py`); parse, the layer and the program reach it through its row. The cloud
+    packages build its cloud-specific part (a node class, IAM, a cluster setting), which names the cloud."""
+    packages = sorted({m.rsplit(".", 1)[0] for m in PROVISIONER_FACTS if m.endswith(".facts")})
+    assert len(packages) >= 4
+    importers = {package: sorted({m for m, found in IMPORTS.items() for t, _ in found
+                                  if _under(t, package) and not _under(m, package, "components.clouds")})
+                 for package in packages}
+    assert importers == {package: ["components.provisioning.kinds"] for package in packages}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.autoscaling.values import IMAGE_TAGS
+from components.provisioning.cluster_autoscaler.values import IMAGE_TAGS
 from components.catalog import instance_types
 from components.clouds.azure.fabric import SRIOV_DEVICE_PLUGIN
 from components.pins import KUEUE_GO_MOD, NEWEST_STABLE, PINS, SAME_AS_CONTROLLER

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from components import catalog
-from components.autoscaling import values as autoscaling
+from components.provisioning.cluster_autoscaler import values as autoscaling
 from components.catalog.types import MigShape, mig_shape
 from components.clouds.aws import iam as aws_iam
 from components.clouds.azure import cluster as azure

@@ -44,18 +44,19 @@ def test_the_anchor_is_the_pinned_versions_rangespec(rangespec, copy):
 
 def test_large_scale_scenario_validates_the_admission_throughput():
     # Not calibrated on. 1,000 ClusterQueues, 50,000 workloads: the API writes through minimalkueue's 50 QPS client
-    # set the pace, as in real Kueue. Small and medium within 1.5x, the run's length too; the large class is
-    # admitted about 1.8x sooner and usage is about 29 points low: the quota each workload holds after its
-    # admission is not modelled (docs/simulator.md). Without the write model every class was 33-45x too soon.
+    # set the pace, as in real Kueue, and admitted quota waits behind them: the admission patches Kueue sends from
+    # goroutines queue up in the client while the workloads hold their quota (docs/simulator.md). Every class,
+    # the run's length and usage within the bounds the baseline must meet. When each cycle waited for its
+    # admission patches, large was 1.84x too soon and usage 29 points low; without the write model every class was
+    # 33-45x too soon.
     measured = kueue_baseline_measured(KUEUE_LARGE_SCALE_RANGESPEC, KUEUE_LARGE_SCALE_MEASURED)
     out = kueue_large_scale(KUEUE_PERF_TIMING)
     assert len(out["result"].jobs) == 50000 and all(j.admit_t is not None for j in out["result"].jobs)
     assert out["large_s"] < out["medium_s"] < out["small_s"]
-    for key in ("medium_s", "small_s"):
+    for key in ("large_s", "medium_s", "small_s"):
         assert measured[key] / 1.5 <= out[key] <= measured[key] * 1.5, (key, out[key], measured[key])
-    assert measured["large_s"] / 2.5 <= out["large_s"] <= measured["large_s"], out["large_s"]
     assert 1179.4 / 1.5 <= out["wall_s"] <= 1179.4 * 1.5, out["wall_s"]
-    assert 5 <= out["usage_percent"] <= measured["usage_percent"] - 20, out["usage_percent"]
+    assert abs(out["usage_percent"] - measured["usage_percent"]) <= 10, out["usage_percent"]
 
 
 def test_api_writes_set_the_pace_with_many_queues():

@@ -1,6 +1,7 @@
 """`simulate`'s whole JSON report on two small hand-made traces, pinned: a refactor must not change a single figure.
-Last regenerated on purpose for the cycle-cost model (issue 27: cycle 0.4 -> 0.25 s, API writes rate-limited):
-times moved by under a second (the cycle grid), one series sample swapped GPUs between two teams.
+Last regenerated on purpose for asynchronous admission patches with the finish latency re-fitted (1.0 -> 0.55 s)
+and Volcano's own timing (1 s sessions, binds through its client): completion times moved by half a second, queue
+delays on aws-prod by up to 1.2 s, Volcano's queue delays not at all (its trace submits on whole seconds).
 
 The expected files are regenerated only on purpose, when a change of behaviour is meant:
 `gpu-platform simulate <stack> --trace tests/simulator_golden/<stack>.csv --format json`.

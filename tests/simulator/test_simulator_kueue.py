@@ -9,8 +9,10 @@ from dataclasses import replace
 import pytest
 
 from gpu_platform.simulator import load_model
-from gpu_platform.simulator.engine import DONE, INACTIVE, RUNNING, Timing
+from gpu_platform.simulator.engine import DONE, INACTIVE, RUNNING, Simulation, Timing, build_jobs
+from gpu_platform.simulator.model import Flavor, Model, Queue, Quota, Team
 from gpu_platform.simulator.report import summarize
+from gpu_platform.simulator.traces import TraceJob
 
 from support.simulator import FAST, cq, kueue_plan, run
 
@@ -306,3 +308,21 @@ def test_flavor_choice_prefers_reclaim_over_preemption_in_its_own_queue():
     result, sim_jobs = run(model(queues, pools=pools), jobs)
     assert {(p.team, p.reason) for p in result.preemptions} == {("b", "InCohortReclamation")}
     assert len(result.preemptions) == 4 and sim_jobs["high"].flavor == "p2"
+
+
+def test_a_cycle_does_not_wait_for_its_admission_patches():
+    # Kueue sends the admission patch from a goroutine (scheduler.go admit) and goes on with the next cycle; only
+    # synchronous writes (status patches, evictions) make a cycle wait. A client at 1 QPS with one token, one queue
+    # with room for all, a flavor without nodes (a job starts when its patch lands): the cycles at 0, 0.25, 0.5 and
+    # 0.75 assume s1..s4, whose patches land at 0, 1, 2 and 3. b (priority 10) arrives at 0.8, after s4 was
+    # assumed, so its patch lands last, at 4. When a cycle waited for its admissions, the cycle after s2's came at
+    # 1, where b was the head: b landed at 2, before s3 and s4.
+    tiny = Model(scheduler="kueue", pools={}, flavors={"rf": Flavor("rf", None)},
+                 queues={"q": Queue(name="q", cohort=None, quotas={("rf", "cpu"): Quota(10, None)})},
+                 teams={"q": Team("q", "q")}, source="tiny")
+    trace = [TraceJob(f"s{i}", "q", 0.0, 100.0, 1, resource="cpu", priority=0) for i in (1, 2, 3, 4)]
+    trace.append(TraceJob("b", "q", 0.8, 100.0, 1, resource="cpu", priority=10))
+    jobs = build_jobs(tiny, trace)
+    Simulation(tiny, jobs, Timing(cycle_s=0.25, api_qps=1.0, api_burst=1)).run()
+    assert sorted((j.admit_t, j.id) for j in jobs) == [(0.0, "s1"), (1.0, "s2"), (2.0, "s3"), (3.0, "s4"),
+                                                        (4.0, "b")]

@@ -1,9 +1,11 @@
 """Simulator: Volcano semantics (proportion shares, gang plugin, preempt and reclaim actions) on small scenarios."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from gpu_platform.simulator import load_model
+from gpu_platform.simulator import VOLCANO_TIMING, TraceJob, default_timing, load_model, simulate
 from gpu_platform.simulator.engine import RUNNING
 
 from support.simulator import run, volcano_plan
@@ -83,3 +85,23 @@ def test_proportion_allocates_only_within_deserved():
     assert result.preemptions == [] and result.livelock is None
     running = {q: sum(j.units for j in sim_jobs.values() if j.queue == q and j.state == RUNNING) for q in "ab"}
     assert running == {"a": 6, "b": 8}
+
+
+def test_sessions_run_every_schedule_period_of_one_second():
+    # Volcano's timing, not Kueue's 0.25 s cycle: wait.Until(runOnce, schedulePeriod), 1 s by default. A job
+    # submitted at 0.3 s is bound by the session at 1 s, not at 0.5 s.
+    m = load_model(volcano_plan({"a": {"weight": 1}}))
+    assert default_timing(m) is VOLCANO_TIMING and VOLCANO_TIMING.cycle_s == 1.0
+    result = simulate(m, [TraceJob("j", "a", 0.3, 10, 8)])
+    assert result.jobs[0].first_start == 1.0
+
+
+def test_pod_binds_go_through_the_schedulers_client():
+    # Each pod bind is an API call through the scheduler's client, sent after the session: at 1 QPS with one token,
+    # a 16-GPU gang (two pods of 8) bound by the session at 0 starts when its second bind goes through, at 1 s;
+    # the 8-GPU job bound in the same session waits behind them, until 2 s. The nodes are taken at 0.
+    m = load_model(volcano_plan({"a": {"weight": 1}}, nodes=3))
+    timing = replace(VOLCANO_TIMING, api_qps=1.0, api_burst=1)
+    result, jobs = run(m, [("g", "a", 0, 10, 16, None, 10), ("s", "a", 0, 10, 8, None, 0)], timing)
+    assert (jobs["g"].first_start, jobs["s"].first_start) == (1.0, 2.0)
+    assert max(v for t, v in zip(result.series_t, result.series_value) if t == 0.0) == 24

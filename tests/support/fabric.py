@@ -7,7 +7,7 @@ import pytest
 
 from components.clouds import PROFILES
 from components.config import ConfigError
-from components.gpu.gpudirect import workload_pod
+from components.clouds.gcp.facts import workload_pod
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import PROJECT_ROOT, read_stack_config
 

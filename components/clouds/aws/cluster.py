@@ -10,8 +10,6 @@ import pulumi_aws.eks as eks
 import pulumi_aws.iam as iam
 import pulumi_aws.kms as kms
 
-from components.autoscaling.karpenter import KarpenterTarget
-from components.autoscaling.priorities import exact_pattern, expander_priorities
 from components.clouds.aws import iam as aws_iam
 from components.clouds.aws import network as aws_network
 from components.clouds.aws import nodes as aws_nodes
@@ -19,7 +17,10 @@ from components.clouds.aws.facts import PROFILE
 from components.clouds.aws.karpenter import karpenter_target
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.config.model import PlatformConfig
-from components.config.provisioning import KARPENTER, provisioner
+from components.provisioning.cluster_autoscaler.priorities import exact_pattern, expander_priorities
+from components.provisioning.karpenter.component import KarpenterTarget
+from components.provisioning.karpenter.facts import KIND as KARPENTER
+from components.provisioning.kinds import chosen, chosen_kind
 
 # The VPC CNI add-on's network policy agent (VPC CNI >= 1.14 with the EKS add-on's default version).
 VPC_CNI_CONFIG = {"enableNetworkPolicy": "true"}
@@ -113,7 +114,7 @@ class EksCluster(PlatformCluster):
         issuer = self.eks.identities.apply(lambda ids: ids[0].oidcs[0].issuer)
         self.oidc_provider = iam.OpenIdConnectProvider(f"{name}-oidc", url=issuer, client_id_lists=["sts.amazonaws.com"],
                                                        opts=self._opts())
-        karpenter = provisioner(extras, PROFILE) == KARPENTER
+        karpenter = chosen_kind(extras, PROFILE) is KARPENTER
         self._autoscaler_role = None if karpenter else aws_iam.autoscaler_role(
             f"{name}-cluster-autoscaler", self.eks.name, self.eks.arn, issuer, self.oidc_provider, self._opts)
 
@@ -130,7 +131,7 @@ class EksCluster(PlatformCluster):
             for spec in config.gpu_pools:
                 pool = GpuNodePool(f"{name}-{spec.name}", GpuNodePoolArgs.from_config(config, spec, PROFILE),
                                    opts=pulumi.ResourceOptions(parent=self))
-                pool.finish({"provisioner": KARPENTER, "amiType": image_type})
+                pool.finish({"provisioner": chosen(extras, PROFILE), "amiType": image_type})
                 self.pools[spec.name] = pool
             role, policy = aws_iam.karpenter_role(f"{name}-karpenter", self.eks.name, self.eks.arn, self.region,
                                                   node_role.arn, issuer, self.oidc_provider, self._opts)

@@ -6,7 +6,7 @@ import ipaddress
 import re
 
 from components.clouds.facts import (API_EFFECTS, ArnPartition, CloudProfile, ExtraKey, Fabric, GpuImage,
-                                     NetworkTopology, PoolNaming, created_network_cidr, minors)
+                                     NcclTestImage, NetworkTopology, PoolNaming, created_network_cidr, minors)
 from components.pins import PINS
 
 
@@ -90,6 +90,17 @@ _REGIONS = (
 )
 
 
+# AWS's EFA test image (aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests): CUDA, the EFA installer,
+# aws-ofi-nccl, NCCL, nccl-tests built with MPI, Open MPI and sshd. Pinned: `latest` moves. EKS pools without EFA run
+# it too: with NCCL_NET=Socket its libfabric plugin stays unused. Its Open MPI is the EFA installer's, under
+# /opt/amazon/openmpi (NVIDIA/aicr validators/performance/cre_fabric.go runs this tag's mpirun from there).
+_AWS_NCCL_TESTS = NcclTestImage(
+    image="public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9",
+    binary="/opt/nccl-tests/build/all_reduce_perf",
+    source="AWS's nccl-tests image, aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests",
+    mpirun="/opt/amazon/openmpi/bin/mpirun")
+
+
 # EFA on EKS (EKS user guide "device-management-efa"): the EFA device plugin advertises vpc.amazonaws.com/efa, one per
 # interface. The chart only schedules on the instance types it lists: v0.5.30 is the first pin listing p6-b200.48xlarge
 # (tests/clouds/test_fabric_efa_render.py renders it against every EFA type of the catalog).
@@ -150,7 +161,7 @@ PROFILE = CloudProfile(
     # Capacity Blocks (reserved pools) need Karpenter's capacityReservationSelectorTerms, not built here: they stay
     # on managed node groups, so a Karpenter stack refuses them.
     provisioner_unsupported_capacity=("reserved",),
-    # Karpenter 1.14.1 (components/autoscaling/karpenter.py) supports Kubernetes up to 1.36 (its compatibility
+    # Karpenter 1.14.1 (components/provisioning/karpenter/) supports Kubernetes up to 1.36 (its compatibility
     # matrix); on a newer cluster its controller refuses to reconcile node classes ("karpenter version is not
     # compatible with K8s version", aws/karpenter-provider-aws#7127).
     provisioner_kubernetes_versions=("1.32", "1.33", "1.34", "1.35", "1.36"),
@@ -191,6 +202,7 @@ PROFILE = CloudProfile(
     cluster_name_doc="EKS cluster names are 1-100 letters, digits, '-' and '_', starting with a letter or digit",
     # EKS GPU node groups get EFA interfaces, a cluster placement group and the EFA device plugin (efa.py).
     fabrics={"efa": _EFA},
+    nccl_test=_AWS_NCCL_TESTS,
     instance_type_pattern=r"[a-z][a-z0-9-]*\.[a-z0-9]+",
     instance_type_example="m6i.2xlarge",
     zone_pattern="{region}[a-z]",

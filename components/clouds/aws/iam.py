@@ -7,9 +7,9 @@ from typing import Callable
 import pulumi
 import pulumi_aws.iam as iam
 
-from components.autoscaling import karpenter
-from components.autoscaling.values import NAMESPACE as AUTOSCALER_NAMESPACE
-from components.autoscaling.values import SERVICE_ACCOUNT as AUTOSCALER_SERVICE_ACCOUNT
+from components.provisioning.cluster_autoscaler.values import NAMESPACE as AUTOSCALER_NAMESPACE
+from components.provisioning.cluster_autoscaler.values import SERVICE_ACCOUNT as AUTOSCALER_SERVICE_ACCOUNT
+from components.provisioning.karpenter import component as karpenter
 
 Opts = Callable[..., pulumi.ResourceOptions]
 

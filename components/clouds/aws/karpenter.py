@@ -5,8 +5,8 @@ from typing import Any
 
 import pulumi
 
-from components.autoscaling.karpenter import SERVICE_ACCOUNT, KarpenterTarget
-from components.autoscaling.karpenter import node_pool_spec as node_pool
+from components.provisioning.karpenter.component import SERVICE_ACCOUNT, KarpenterTarget
+from components.provisioning.karpenter.component import node_pool_spec as node_pool
 from components.clouds.aws.nodes import GPU_DISK_GIB, SYSTEM_NODE_GROUP, TAG_PREFIX
 from components.clouds.base import GpuNodePool
 from components.config.labels import LABEL_PREFIX

@@ -10,16 +10,16 @@ import pulumi_azure_native.containerservice as containerservice
 import pulumi_azure_native.network as network
 import pulumi_azure_native.resources as resources
 
-from components.autoscaling.priorities import expander_priorities
-from components.autoscaling.values import DELAY_AFTER_ADD, MAX_NODE_PROVISION_TIME, UNNEEDED_TIME
 from components.catalog.types import mig_shape
 from components.clouds.azure import karpenter
 from components.clouds.azure.kubeconfig import kubeconfig_from_credentials
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
-from components.clouds.azure.facts import AKS_POD_CIDR, AKS_SERVICE_CIDR, PROFILE
+from components.clouds.azure.facts import AKS_POD_CIDR, AKS_SERVICE_CIDR, NAP, PROFILE
 from components.clouds.facts import CloudProfile
 from components.config.model import GpuPool, PlatformConfig, Taint
-from components.config.provisioning import AKS_NAP, provisioner
+from components.provisioning.cluster_autoscaler.priorities import expander_priorities
+from components.provisioning.cluster_autoscaler.values import DELAY_AFTER_ADD, MAX_NODE_PROVISION_TIME, UNNEEDED_TIME
+from components.provisioning.kinds import chosen
 from components.system_pool import SYSTEM_TAINT
 
 DEFAULT_VNET_CIDR = "10.224.0.0/16"
@@ -83,7 +83,7 @@ class AksCluster(PlatformCluster):
         # Local accounts can only be disabled on Entra ID clusters, so production always gets Entra ID.
         aad = config.production or "tenantId" in extras or "adminGroupObjectIds" in extras
         # Node auto-provisioning: AKS runs Karpenter, and the GPU pools become its NodePools (karpenter.py).
-        nap = provisioner(extras, prof) == AKS_NAP
+        nap = chosen(extras, prof) == NAP
 
         if "resourceGroup" in extras:
             group_name: pulumi.Input[str] = extras["resourceGroup"]

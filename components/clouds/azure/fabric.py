@@ -160,7 +160,8 @@ class NetworkOperator(pulumi.ComponentResource):
         self.register_outputs({"release": self.release.name})
 
 
-def install(name: str, config: PlatformConfig, fabric: Fabric, values: dict[str, Any],
-            opts: pulumi.ResourceOptions) -> NetworkOperator:
+def install(name: str, config: PlatformConfig, fabrics: tuple[Fabric, ...], values: dict[str, dict[str, Any]],
+            opts: pulumi.ResourceOptions) -> None:
     """The record's installer: the operator tolerates every taint of the fabric's pools."""
-    return NetworkOperator(name, config, fabric, values["tolerations"], opts=opts)
+    for fabric in fabrics:
+        NetworkOperator(f"{name}-{fabric.name}", config, fabric, values[fabric.name]["tolerations"], opts=opts)

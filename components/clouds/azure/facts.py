@@ -5,8 +5,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from components.clouds.facts import (K8S_EFFECTS, CloudProfile, ExtraKey, Fabric, PoolNaming, created_network_cidr,
-                                     minors)
+from components.clouds.facts import (K8S_EFFECTS, CloudProfile, ExtraKey, Fabric, NcclTestImage, PoolNaming,
+                                     created_network_cidr, minors)
 from components.pins import PINS
 
 
@@ -67,6 +67,10 @@ _REGIONS = (
 # NCCL_NET=IB selects NCCL's own InfiniBand transport (not a plugin the image may carry) and fails instead of falling
 # back to TCP; NCCL_NET_GDR_LEVEL=SYS is Azure's nccl-tests setting, which lets NCCL use GPUDirect RDMA for every
 # GPU-NIC pair of the VM's topology.
+# cluster.azure.provisioner for node auto-provisioning (the Karpenter AKS runs).
+NAP = "nap"
+
+
 def _network_operator():
     from components.clouds.azure.fabric import install  # Pulumi: only a stack installing the fabric loads it
     return install
@@ -77,6 +81,26 @@ _INFINIBAND = Fabric(name="infiniband", resource="rdma/ib", chart="network-opera
                      namespace="network-operator",
                      env=(("NCCL_NET", "IB"), ("NCCL_NET_GDR_LEVEL", "SYS"), ("NCCL_DEBUG", "INFO")),
                      installer=_network_operator, peer_memory_by_operator=True)
+
+
+# Microsoft publishes no version-tagged nccl-tests image: Azure/aks-rdma-infiniband's ghcr.io/azure/aks-rdma-infiniband/
+# nccl-tests and Azure/ai-infrastructure-on-azure's ghcr.io/azure/ai-infrastructure-on-azure/nccl-test are pushed as
+# `latest` (and branch names) only, and mcr.microsoft.com/aznhc/aznhc-nv (Azure/azurehpc-health-checks) is `latest`,
+# without sshd. AKS pools, InfiniBand or not, run NVIDIA's NGC PyTorch image instead, the one Microsoft's own AKS NCCL
+# image builds on (ai-infrastructure-on-azure infrastructure_validations/aks/NCCL/docker/Dockerfile: FROM
+# nvcr.io/nvidia/pytorch, plus openssh-server). 25.06-py3 carries nccl-tests' MPI builds as
+# /usr/local/bin/<test>_perf_mpi and Open MPI at /usr/local/mpi/bin (NVIDIA/aicr validators/performance/testdata/
+# b200/any/runtime.yaml; NVIDIA CloudAI's NcclTest, docs.nvidia.com/networking/cloudai, runs all_reduce_perf_mpi in
+# nvcr.io/nvidia/pytorch:25.06-py3), but no sshd: each rank installs openssh-server from Ubuntu first, as aicr's
+# runtime does (so the team needs internet egress).
+_NGC_NCCL_TESTS = NcclTestImage(
+    image="nvcr.io/nvidia/pytorch:25.06-py3",
+    binary="/usr/local/bin/all_reduce_perf_mpi",
+    source="NVIDIA's NGC PyTorch image, the base of Microsoft's AKS NCCL image in Azure/ai-infrastructure-on-azure; "
+           "Microsoft publishes none with a version tag",
+    setup="apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "
+          "openssh-server",
+    mpirun="/usr/local/mpi/bin/mpirun")
 
 
 PROFILE = CloudProfile(
@@ -110,7 +134,7 @@ PROFILE = CloudProfile(
                                           choices=("User", "ServicePrincipal")),
         "provisioner": ExtraKey(str, "who makes GPU nodes: pool (default; an autoscaled agent pool per GPU pool) "
                                      "or nap (node auto-provisioning: AKS-run Karpenter, a NodePool and "
-                                     "AKSNodeClass per GPU pool)", choices=("pool", "nap")),
+                                     "AKSNodeClass per GPU pool)", choices=("pool", NAP)),
     },
     driver_note="AKS installs the driver unless the pool sets gpuProfile.driver=None",
     # AKS partitions GPUs itself from the pool's gpuInstanceProfile (MIG1g..MIG7g), fixed at creation.
@@ -142,6 +166,8 @@ PROFILE = CloudProfile(
     # Node auto-provisioning (components/clouds/azure/karpenter.py): AKS runs Karpenter, whose NodePools buy
     # spot and on-demand VMs only.
     provisioner_key="provisioner",
+    # Node auto-provisioning is Karpenter, run by AKS: the Karpenter provisioner's checks and NodePools.
+    provisioner_kinds={NAP: "karpenter"},
     provisioner_unsupported_capacity=("reserved",),
     provisioner_capacity_note="a reserved pool is an agent pool preferred by the autoscaler's priority "
                               "expander, which NAP does not run; Azure reservations discount on-demand VMs anyway",
@@ -156,4 +182,5 @@ PROFILE = CloudProfile(
     # ND pools get InfiniBand through the NVIDIA Network Operator; one agent pool is one scale set, the unit
     # Azure wires into one InfiniBand fabric (docs/azure.md).
     fabrics={"infiniband": _INFINIBAND},
+    nccl_test=_NGC_NCCL_TESTS,
 )

@@ -11,12 +11,12 @@ from typing import Any
 
 import pulumi
 
-from components.autoscaling import karpenter
-from components.autoscaling.karpenter import KarpenterTarget
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs
 from components.clouds.facts import CloudProfile
 from components.config.model import NodePool, PlatformConfig
-from components.config.provisioning import AKS_NAP
+from components.clouds.azure.facts import NAP
+from components.provisioning.karpenter import component as karpenter
+from components.provisioning.karpenter.component import KarpenterTarget
 
 NODE_CLASS_GROUP = "karpenter.azure.com"
 NODE_CLASS_API = f"{NODE_CLASS_GROUP}/v1beta1"
@@ -112,6 +112,6 @@ def nap_pools(name: str, config: PlatformConfig, prof: CloudProfile,
     pools = {}
     for spec in config.gpu_pools:
         pool = GpuNodePool(f"{name}-{spec.name}", GpuNodePoolArgs.from_config(config, spec, prof), opts=opts)
-        pool.finish({"provisioner": AKS_NAP})
+        pool.finish({"provisioner": NAP})
         pools[spec.name] = pool
     return pools

@@ -1,5 +1,6 @@
 """GKE from pulumi_gcp: cluster.py (VPC, private regional cluster, node pools), gpudirect.py (the GPU NIC VPCs
-and compact placement of GPUDirect-TCPX/TCPXO pools); facts.py, catalog.py and offline.py hold its facts."""
+and compact placement of GPUDirect-TCPX/TCPXO pools), fabric.py (their in-cluster Networks, NCCL plugin installers
+and NRI injector); facts.py, catalog.py and offline.py hold its facts."""
 from __future__ import annotations
 
 from components.clouds.gcp.facts import PROFILE

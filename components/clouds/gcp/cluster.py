@@ -15,7 +15,7 @@ from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.clouds.facts import CloudProfile
 from components.config.fabric import nic_counts
 from components.config.model import Cluster, GpuPool, PlatformConfig
-from components.config.provisioning import NAP_KEY
+from components.provisioning.nap.facts import KEY as NAP_KEY
 from components.config.zonal import initial_per_zone
 from components.system_pool import SYSTEM_TAINT
 

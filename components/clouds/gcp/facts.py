@@ -1,15 +1,18 @@
 """GCP facts: the GKE row of the cloud table, its regions and `cluster.gcp` keys, and the GPUDirect-TCPX/TCPXO
-fabric records. Free of Pulumi and the GCP SDK (config validation reads it)."""
+fabric records with what a pod using their NICs adds (workload_pod). Free of Pulumi and the GCP SDK (config
+validation reads it)."""
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
-from components.clouds.facts import (API_EFFECTS, CloudProfile, ExtraKey, Fabric, GpuDirect, NetworkTopology,
-                                     PoolNaming, ipv4_network, minors)
+from components.clouds.facts import (API_EFFECTS, CloudProfile, ExtraKey, Fabric, GpuDirect, NcclTestImage,
+                                     NetworkTopology, PoolNaming, ipv4_network, minors, workload_mount)
 
 
 # The names both layers agree on: the VPC and subnet of each GPU NIC, created by the cluster (gpudirect.py) and named
-# by the in-cluster GKENetworkParamSets (components/gpu/gpudirect.py).
+# by the in-cluster GKENetworkParamSets (fabric.py).
 def short(fabric: str) -> str:
     """`tcpx` / `tcpxo`: keeps derived cloud and Kubernetes names short."""
     return fabric.removeprefix("gpudirect-")
@@ -21,6 +24,45 @@ def vpc_name(cluster: str, fabric: str, nic: int) -> str:
 
 def subnet_name(cluster: str, fabric: str, nic: int) -> str:
     return f"{cluster}-{short(fabric)}-sub-{nic}"
+
+
+def network_name(fabric: str, nic: int) -> str:
+    """The Kubernetes `Network` of GPU NIC `nic` (fabric.py creates it); pods attach it as eth<nic + 1>."""
+    return f"{short(fabric)}-nic{nic}"
+
+
+def pod_interfaces(fabric: str, nics: int) -> list[dict[str, str]]:
+    """`networking.gke.io/interfaces`: the pod network on eth0, then every GPU NIC."""
+    return [{"interfaceName": "eth0", "network": "default"},
+            *({"interfaceName": f"eth{i + 1}", "network": network_name(fabric, i)} for i in range(nics))]
+
+
+def _volume(name: str, host_path: str) -> dict[str, Any]:
+    return {"name": name, "hostPath": {"path": host_path}} if host_path else {"name": name, "emptyDir": {}}
+
+
+def workload_pod(fabric: Fabric, gpus: int, nics: int) -> dict[str, Any]:
+    """What a pod using all of a node's GPU NICs adds (GKE guide "Deploy a workload", upstream nccl-test-latest.yaml):
+    the multi-network annotations, the NRI device list for the RxDM sidecar, the sidecar itself and the volumes its
+    containers share. The sidecar is a native sidecar (an init container restarting Always, Kubernetes 1.29+) so a
+    Job's pod completes when its workload does; upstream's bare pods run it as a plain container."""
+    direct = fabric.gpudirect
+    devices = [*(f"/dev/nvidia{i}" for i in range(gpus)), "/dev/nvidiactl", "/dev/nvidia-uvm", *direct.extra_devices]
+    annotations = {
+        f"devices.gke.io/container.{direct.rxdm_container}": "".join(f"- path: {d}\n" for d in devices),
+        "networking.gke.io/default-interface": "eth0",
+        "networking.gke.io/interfaces": json.dumps(pod_interfaces(fabric.name, nics)),
+    }
+    sidecar = {
+        "name": direct.rxdm_container, "image": direct.rxdm_image, "restartPolicy": "Always",
+        "command": list(direct.rxdm_command),
+        "securityContext": {"capabilities": {"add": list(direct.rxdm_capabilities)}},
+        "env": [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}],
+        "volumeMounts": [{"name": v, "mountPath": mount} for v, _, mount in direct.rxdm_volumes],
+    }
+    volumes = {v: _volume(v, host) for v, host, _ in (*direct.rxdm_volumes, *direct.workload_volumes)}
+    return {"annotations": annotations, "sidecar": sidecar, "volumes": list(volumes.values()),
+            "mounts": [workload_mount(v, host, mount) for v, host, mount in direct.workload_volumes]}
 
 
 NAP_KEYS = ("maxCpu", "maxMemoryGb", "maxGpus")
@@ -93,14 +135,24 @@ _TCPXO_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpud
 _GPUDIRECT_ALL_REDUCE = "/third_party/nccl-tests-mpi/build/all_reduce_perf"
 
 
+def _installer():
+    from components.clouds.gcp.fabric import install  # Pulumi: only a stack installing the fabric loads it
+    return install
+
+
 def _gpudirect(name: str, plugin: str, env: tuple[tuple[str, str], ...], gpudirect: GpuDirect) -> Fabric:
     """A GKE GPUDirect fabric: no device plugin (multi-networking and the RxDM sidecar reach pods), the cloud's own
-    driver, and the NCCL plugin installer image as the NCCL test image."""
+    driver, and the NCCL plugin installer image as the NCCL test image. Both fabrics name one installer, which
+    installs their shared NRI injector once."""
     return Fabric(name=name, resource="", chart="", repository="", version="", namespace="kube-system", env=env,
-                  needs_managed_driver=True,
+                  needs_managed_driver=True, installer=_installer, workload_pod=workload_pod,
                   # The RxDM sidecar mounts /sys and /proc/sys and adds NET_ADMIN; the workload mounts the NCCL plugin.
                   pod_security="fabric-sidecar",
-                  nccl_test_image=plugin, nccl_test_binary=_GPUDIRECT_ALL_REDUCE, gpudirect=gpudirect)
+                  nccl_test=NcclTestImage(
+                      image=plugin, binary=_GPUDIRECT_ALL_REDUCE,
+                      source="Google's NCCL plugin image, GoogleCloudPlatform/container-engine-accelerators "
+                             f"{name}/nccl-test-latest.yaml"),
+                  gpudirect=gpudirect)
 
 
 _TCPX = _gpudirect(
@@ -163,6 +215,24 @@ _TCPXO = _gpudirect(
         extra_devices=("/dev/dmabuf_import_helper",),
         mtu=8244, subnet_offset=64, llcm=True),
 )
+
+
+# Fabric-less GKE pools: Google's NCCL/gIB diagnostic image, which Google publishes "with everything included" for NCCL
+# tests (AI Hypercomputer "Run NCCL on Compute Engine instances", docs.cloud.google.com/ai-hypercomputer/docs/nccl/
+# test-vms): nccl-tests with MPI at /third_party/nccl-tests/build (".../nccl/test-gke-custom" runs
+# /third_party/nccl-tests/build/all_gather_perf under mpirun over sshd), unmodified NCCL and the gIB plugin. v1.1.1 is
+# the tag GoogleCloudPlatform/container-engine-accelerators gpudirect-rdma/nccl-test.yaml and nccl-test-a4.yaml pin.
+# Its NCCL normally comes from the node (the RDMA installer's /home/kubernetes/bin/gib); without that installer the
+# image unpacks its own into /var/lib/gib, as AI-Hypercomputer/gpu-recipes src/helm-charts/a3ultra/nccl-tests does
+# (`container_entry.sh install --install-nccl`, then LD_LIBRARY_PATH .../gib/lib64:/usr/local/nvidia/lib64, the
+# driver GKE mounts). NCCL_NET=Socket keeps the gIB plugin unused.
+_GKE_NCCL_TESTS = NcclTestImage(
+    image="us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.1",
+    binary="/third_party/nccl-tests/build/all_reduce_perf",
+    source="Google's NCCL/gIB diagnostic image, docs.cloud.google.com/ai-hypercomputer/docs/nccl/test-gke-custom and "
+           "GoogleCloudPlatform/container-engine-accelerators gpudirect-rdma/nccl-test.yaml",
+    setup="/scripts/container_entry.sh install --install-nccl",
+    env=(("LD_LIBRARY_PATH", f"/var/lib/gib/lib64:{_GKE_LIB}"),))
 
 
 PROFILE = CloudProfile(
@@ -243,9 +313,10 @@ PROFILE = CloudProfile(
     max_pool_nodes=1000,
     max_pool_nodes_per_zone=True,
     # A3 High (TCPX, 4 GPU NICs) and A3 Mega (TCPXO, 8) pools get one VPC per GPU NIC, multi-networking, compact
-    # placement, the NCCL plugin installer and the NRI device injector (gpudirect.py, gpu/gpudirect); A3 Ultra and
+    # placement, the NCCL plugin installer and the NRI device injector (gpudirect.py, fabric.py); A3 Ultra and
     # A4 (RDMA over RoCE) are not attached.
     fabrics={"gpudirect-tcpx": _TCPX, "gpudirect-tcpxo": _TCPXO},
+    nccl_test=_GKE_NCCL_TESTS,
     # GKE labels the VMs of A3 Ultra and A4 (the RDMA types) with their reservation block, sub-block and host
     # (Google Cloud AI Hypercomputer, schedule-gke-workloads-tas); A3 High/Mega nodes are not documented to get them.
     network_topology=NetworkTopology(

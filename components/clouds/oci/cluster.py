@@ -8,9 +8,9 @@ import pulumi_oci.containerengine as ce
 import pulumi_oci.identity as identity
 import yaml
 
-from components.autoscaling.priorities import exact_pattern, expander_priorities
-from components.autoscaling.values import NAMESPACE as AUTOSCALER_NAMESPACE
-from components.autoscaling.values import SERVICE_ACCOUNT as AUTOSCALER_SERVICE_ACCOUNT
+from components.provisioning.cluster_autoscaler.priorities import exact_pattern, expander_priorities
+from components.provisioning.cluster_autoscaler.values import NAMESPACE as AUTOSCALER_NAMESPACE
+from components.provisioning.cluster_autoscaler.values import SERVICE_ACCOUNT as AUTOSCALER_SERVICE_ACCOUNT
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.clouds.oci import rdma
 from components.clouds.oci.network import OkeNetwork

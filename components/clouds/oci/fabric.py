@@ -43,10 +43,16 @@ def daemonset_spec(name: str, fabric: Fabric, values: dict[str, Any]) -> dict[st
     }
 
 
-def install(name: str, config: Any, fabric: Fabric, values: dict[str, Any],
-            opts: pulumi.ResourceOptions) -> k8s.apps.v1.DaemonSet:
-    """The plugin's ConfigMap and DaemonSet (the record's installer; the stack config adds nothing to them)."""
-    config = k8s.core.v1.ConfigMap(
+def install(name: str, config: Any, fabrics: tuple[Fabric, ...], values: dict[str, dict[str, Any]],
+            opts: pulumi.ResourceOptions) -> None:
+    """The record's installer: each fabric's plugin (the stack config adds nothing to them)."""
+    for fabric in fabrics:
+        plugin(f"{name}-{fabric.name}", fabric, values[fabric.name], opts)
+
+
+def plugin(name: str, fabric: Fabric, values: dict[str, Any], opts: pulumi.ResourceOptions) -> k8s.apps.v1.DaemonSet:
+    """The plugin's ConfigMap and DaemonSet, both called `name`."""
+    config_map = k8s.core.v1.ConfigMap(
         f"{name}-config", metadata={"name": name, "namespace": fabric.namespace},
         data={"config.json": fabric.plugin_config}, opts=opts)
     return k8s.apps.v1.DaemonSet(
@@ -54,4 +60,4 @@ def install(name: str, config: Any, fabric: Fabric, values: dict[str, Any],
         # Its pools may have no node yet (bare metal takes long to boot): waiting for the rollout would block `up`.
         metadata={"name": name, "namespace": fabric.namespace, "annotations": {"pulumi.com/skipAwait": "true"}},
         spec=daemonset_spec(name, fabric, values),
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[config])))
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[config_map])))

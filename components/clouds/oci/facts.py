@@ -5,8 +5,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Callable
 
-from components.clouds.facts import (K8S_EFFECTS, CloudProfile, ExtraKey, Fabric, NetworkTopology, PoolNaming,
-                                     created_network_cidr)
+from components.clouds.facts import (K8S_EFFECTS, CloudProfile, ExtraKey, Fabric, NcclTestImage, NetworkTopology,
+                                     PoolNaming, created_network_cidr)
 
 
 def _ocid(kind: str) -> Callable[[str], str | None]:
@@ -52,9 +52,13 @@ _REGIONS = (
 # lossless class); the per-shape NIC list (NCCL_IB_HCA) is in the catalog. NCCL_NET=IB fails rather than fall back to
 # TCP sockets. The device plugin is Mellanox's shared RDMA plugin (the one NVIDIA's Network Operator deploys), so a
 # pod gets /dev/infiniband without hostNetwork, privileged or a hostPath, which team Pod Security forbids.
-# Oracle's nccl-tests image (plain NCCL, Open MPI, sshd) and its all_reduce_perf path.
-_OCI_NCCL_TESTS = ("iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
-                   "/workspace/nccl-tests/build/all_reduce_perf")
+# Oracle's nccl-tests image (plain NCCL, Open MPI, sshd), the one oci-hpc-oke's BM.GPU.H100.8 NCCL test manifest pins.
+_OCI_NCCL_TESTS = NcclTestImage(
+    image="iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
+    binary="/workspace/nccl-tests/build/all_reduce_perf",
+    source="Oracle's nccl-tests image, oracle-quickstart/oci-hpc-oke NCCL test manifests")
+
+
 def _rdma_plugin():
     from components.clouds.oci.fabric import install  # Pulumi: only a stack installing the fabric loads it
     return install
@@ -70,7 +74,7 @@ _OCI_RDMA = Fabric(
                    '"selectors": {"vendors": ["15b3"]}}]}'),
     pod_units=1, labels_via_kubelet=True,
     fixed_size=True, required_extras=("tenancyId", "rdmaImageId"), unsupported_capacity=("spot",),
-    nccl_test_image=_OCI_NCCL_TESTS[0], nccl_test_binary=_OCI_NCCL_TESTS[1], installer=_rdma_plugin)
+    installer=_rdma_plugin)
 
 
 PROFILE = CloudProfile(
@@ -147,9 +151,9 @@ PROFILE = CloudProfile(
     # Bare-metal GPU pools on an RDMA cluster network of self-managed nodes (rdma.py), as Oracle's
     # oci-hpc-oke quickstart builds them.
     fabrics={"rdma": _OCI_RDMA},
-    # Fabric-less OKE pools test with Oracle's own image too: its registry is the cloud's, and its NCCL carries no
-    # other cloud's network plugin.
-    nccl_socket_test=_OCI_NCCL_TESTS,
+    # RDMA and fabric-less OKE pools test with Oracle's own image: its registry is the cloud's, and its NCCL carries
+    # no other cloud's network plugin.
+    nccl_test=_OCI_NCCL_TESTS,
     # Neither OKE CNI enforces NetworkPolicy; Oracle's route is Calico ("Pod Networking").
     calico_policy_only=True,
     # Not OKE but Oracle's node labeler (oci-hpc-oke's oci-hpc-oke-utils chart, from instance metadata) writes

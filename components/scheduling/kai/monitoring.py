@@ -1,8 +1,11 @@
 """KAI's metrics as the observability layer uses them: none yet.
 
-The chart deploys only KAI's operator, which creates the scheduler and its services at run time, so there is no
-chart-rendered service to point a ServiceMonitor at and no metric names checked against the release. The
-scheduler-independent rules (pending GPU pods per team, GPUPodPendingTooLong) cover KAI stacks.
+The pinned chart renders only KAI's operator (its Deployment's `metrics` port, no Service) and no monitor; the
+operator creates the scheduler, its Services and, when KAI's own Prometheus is on (`prometheus.enabled`, which
+deploys a second Prometheus for time-based fairshare), their ServiceMonitors at run time, from Go code the release's
+chart does not show (tests/engine/test_helm_render.py pins this). So there is no chart-rendered Service to select and
+no metric name checked against the release. The scheduler-independent rules (pending GPU pods per team,
+GPUPodPendingTooLong) cover KAI stacks.
 """
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ from components.clouds import profile
 from components.config.fabric import fabric_resources
 from components.config.labels import POOL_LABEL, pool_taints
 from components.config.model import GpuPool, PlatformConfig, Team
-from components.scheduling import provisioning, topology
+from components.scheduling.kueue import provisioning
+from components.scheduling import topology
 from components.scheduling.framework_catalog import kueue_integrations
 from components.scheduling.kueue.facts import KIND
 from components.config.priority_levels import LEVELS

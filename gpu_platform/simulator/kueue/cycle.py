@@ -19,10 +19,14 @@ preempting) until it reaches an entry that fits: it then waits in processEntry (
 admits that entry in hand once they are ready, before any later arrival is looked at.
 
 Cycles run back to back (pkg/util/wait's backoff between them is 1 to 10 ms), and each costs API writes through
-the manager's rate-limited client: an admission patch per admitted entry, an eviction per preemption target and a
-status patch per head it did not admit (requeueAndUpdate). The next cycle starts when they went through
-(`Timing.api_qps`/`api_burst`, a token bucket as client-go's); heads parked as inadmissible cost nothing, as in
-Kueue's inadmissible list.
+the manager's rate-limited client (`Timing.api_qps`/`api_burst`, a token bucket as client-go's): an admission patch
+per admitted entry, an eviction per preemption target and a status patch per head it did not admit
+(requeueAndUpdate); heads parked as inadmissible cost nothing, as in Kueue's inadmissible list. The admission patch
+is sent from a goroutine (scheduler.go `admit`), so a cycle does not wait for it; the evictions and status patches
+are synchronous, and as the limiter serves its waiters in order, they wait for every admission patch queued before
+them. The next cycle starts when the last synchronous write went through. Quota is held from the cycle (the
+workload is assumed in the cache) until the admission patch lands, the job runs and its end is seen, so while the
+client is congested, quota waits in its queue.
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ from gpu_platform.simulator.engine import ADMITTED, EVICTING, QUEUED, RUNNING, J
 from gpu_platform.simulator.kueue.flavors import ANYWHERE, FIT, PREEMPT, Entry, FlavorAssigner
 from gpu_platform.simulator.kueue.preemption import Target
 from gpu_platform.simulator.kueue.quota import CQ, Failure, Pending
+from gpu_platform.simulator.ratelimit import TokenBucket
 from gpu_platform.simulator.scheduler import Blocked, register
 
 
@@ -73,8 +78,8 @@ class KueueScheduler(FlavorAssigner):
         self.in_hand: Entry | None = None  # blockAdmission: the fitting entry the cycle waits on for readiness
         self.writes = 0  # API writes of the cycle in progress, other than admissions
         self.patched: set[int] = set()  # queued jobs whose Pending condition is written
-        self.api_free = -math.inf  # when the rate limiter has let every write so far through
-        self.api_tat = -math.inf  # the rate limiter's theoretical arrival time (GCRA)
+        self.client = TokenBucket(sim.timing.api_qps, sim.timing.api_burst)
+        self.cycle_free = -math.inf  # when the last cycle's synchronous writes went through
 
     # ---- engine hooks -----------------------------------------------------------------------------------------
     def wants_cycle(self) -> bool:
@@ -111,18 +116,7 @@ class KueueScheduler(FlavorAssigner):
         return self.blocked
 
     def busy_until(self) -> float:
-        return self.api_free
-
-    def _write(self, t: float, count: int = 1) -> float:
-        """Pass `count` API writes issued at `t` through client-go's token bucket (`api_qps` refill, `api_burst`
-        tokens at most, as GCRA); returns when the last went through."""
-        timing = self.sim.timing
-        if not timing.api_qps or not count:
-            return t
-        tat = max(self.api_tat, t) + (count - 1) / timing.api_qps
-        self.api_tat = tat + 1 / timing.api_qps
-        self.api_free = max(self.api_free, t, tat - timing.api_burst / timing.api_qps)
-        return self.api_free
+        return self.cycle_free
 
     def _status_patch(self, job: Job) -> None:
         """requeueAndUpdate's patch of a head not admitted: only when its QuotaReserved condition changes
@@ -132,8 +126,12 @@ class KueueScheduler(FlavorAssigner):
             self.writes += 1
 
     def _charge_writes(self, t: float) -> None:
-        """The cycle's status patches and evictions, issued after its admissions."""
-        self._write(t, self.writes)
+        """The cycle's status patches and evictions, issued after its admissions. Kueue waits for these (they
+        are synchronous) but not for the admission patches, which go out in goroutines; client-go's limiter serves
+        waiters in order, so a cycle with one synchronous write waits for every admission queued before it, and a
+        cycle without one does not wait at all."""
+        if self.writes:
+            self.cycle_free = self.client.take(t, self.writes)
         self.writes = 0
 
     def started(self, job: Job, t: float) -> None:
@@ -415,5 +413,5 @@ class KueueScheduler(FlavorAssigner):
         # Quota is taken now (Kueue assumes the workload in its cache); the admission patch lands when the rate
         # limiter lets it through.
         self.sim.admit(job, fr[0], self.sim.groups.get((self.sim.flavor_pool(fr[0]), fr[1])), t,
-                       nodes=list(nodes) if nodes else None, landed=self._write(t))
+                       nodes=list(nodes) if nodes else None, landed=self.client.take(t))
 

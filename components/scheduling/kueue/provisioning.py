@@ -1,5 +1,5 @@
-"""Queued provisioning through Kueue (GKE Dynamic Workload Scheduler): one ProvisioningRequest admission check, run
-only for workloads admitted to a `provisioning: queued` pool's flavor."""
+"""Queued provisioning through Kueue (GKE Dynamic Workload Scheduler), as the Kueue installer creates it: one
+ProvisioningRequest admission check, run only for workloads admitted to a `provisioning: queued` pool's flavor."""
 from __future__ import annotations
 
 from typing import Any

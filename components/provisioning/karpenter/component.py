@@ -1,6 +1,6 @@
 """Karpenter: its CRDs and controller charts (unless the cloud runs Karpenter itself), and each GPU pool's node class
 and NodePool, as the cluster describes them (EKS builds the objects in components/clouds/aws/karpenter.py, AKS node
-auto-provisioning in components/clouds/azure/karpenter.py; this layer imports no cloud SDK)."""
+auto-provisioning in components/clouds/azure/karpenter.py; this package imports no cloud SDK)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,6 +14,7 @@ import pulumi_kubernetes.meta.v1 as meta
 from components import namespaces
 from components.clouds.base import GpuNodePool, PlatformCluster
 from components.config.capacity import GPU_RESOURCE
+from components.context import Context
 from components.pins import PINS
 
 CHART_REPO = "oci://public.ecr.aws/karpenter"
@@ -130,3 +131,11 @@ class Karpenter(pulumi.ComponentResource):
         outputs: dict[str, Any] = ({"managedBy": target.managed_by} if target.managed_by
                                    else {"release": self.release.name})
         self.register_outputs({**outputs, "nodePools": [object_name(p) for p in target.pools]})
+
+
+def install(ctx: Context) -> None:
+    """Karpenter's charts and NodePools, from the target the cluster built its GPU pools for (none on an adopted
+    cluster)."""
+    target = ctx.cluster.node_provisioner()
+    if target is not None:
+        ctx.handles["karpenter"] = Karpenter("karpenter", target, ctx.cluster)

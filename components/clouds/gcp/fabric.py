@@ -1,13 +1,12 @@
-"""GKE GPUDirect-TCPX/TCPXO inside the cluster: one `Network` + `GKENetworkParamSet` per GPU NIC (networking.gke.io/v1),
-the NCCL plugin installer DaemonSet per fabric and the NRI device injector, as GoogleCloudPlatform/
-container-engine-accelerators ships them (gpudirect-tcpx/, gpudirect-tcpxo/, nri_device_injector/), selected to the
-fabric's pools by their node label instead of every H100 node.
+"""GKE GPUDirect-TCPX/TCPXO inside the cluster, the two fabric records' installer: one `Network` + `GKENetworkParamSet`
+per GPU NIC (networking.gke.io/v1), the NCCL plugin installer DaemonSet per fabric and the NRI device injector, as
+GoogleCloudPlatform/container-engine-accelerators ships them (gpudirect-tcpx/, gpudirect-tcpxo/, nri_device_injector/),
+selected to the fabric's pools by their node label instead of every H100 node.
 
-Also the Network objects pods name in `networking.gke.io/interfaces` (gpu_platform/nccl_manifest.py); the VPCs and
-subnets they stand for are the cluster layer's (components/clouds/gcp/gpudirect.py), named in components/clouds/gcp/facts.py."""
+The Network objects are the ones pods name in `networking.gke.io/interfaces` (facts.workload_pod); the VPCs and
+subnets they stand for are the cluster layer's (gpudirect.py), named in facts.py."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pulumi
@@ -17,9 +16,8 @@ from pulumi_kubernetes.apiextensions import CustomResource
 
 from components import namespaces
 from components.config.labels import FABRIC_LABEL
-from components.clouds import profile
 from components.clouds.facts import Fabric
-from components.clouds.gcp.facts import short, subnet_name, vpc_name
+from components.clouds.gcp.facts import network_name, short, subnet_name, vpc_name
 from components.config.fabric import nic_counts
 from components.config.model import PlatformConfig
 
@@ -49,32 +47,17 @@ if [ -d /dev/aperture_devices ]; then
 fi
 """
 
-
-def network_name(fabric: str, nic: int) -> str:
-    """The Kubernetes `Network` of GPU NIC `nic`; pods attach it as eth<nic + 1>."""
-    return f"{short(fabric)}-nic{nic}"
-
-
-def pod_interfaces(fabric: str, nics: int) -> list[dict[str, str]]:
-    """`networking.gke.io/interfaces`: the pod network on eth0, then every GPU NIC."""
-    return [{"interfaceName": "eth0", "network": "default"},
-            *({"interfaceName": f"eth{i + 1}", "network": network_name(fabric, i)} for i in range(nics))]
-
-
 def param_set(cluster: str, fabric: str, nic: int) -> dict[str, Any]:
     return {"vpc": vpc_name(cluster, fabric, nic), "vpcSubnet": subnet_name(cluster, fabric, nic),
             # The NIC is handed to the pod as a kernel net device (GPUDirect-TCPX/TCPXO), not DPDK or RDMA.
             "deviceMode": "NetDevice"}
 
-
 def network_spec(fabric: str, nic: int) -> dict[str, Any]:
     return {"type": "Device", "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet",
                                                 "name": network_name(fabric, nic)}}
 
-
 def _host_path(name: str, path: str) -> dict[str, Any]:
     return {"name": name, "hostPath": {"path": path}}
-
 
 def installer_spec(fabric: Fabric) -> dict[str, Any]:
     """The NCCL plugin installer DaemonSet: copies the plugin (and its NCCL) next to GKE's driver libraries, where
@@ -109,7 +92,6 @@ def installer_spec(fabric: Fabric) -> dict[str, Any]:
         }},
     }
 
-
 def injector_spec(fabrics: list[str]) -> dict[str, Any]:
     """The NRI device injector: gives the RxDM sidecar the GPU devices its pod annotation lists
     (`devices.gke.io/container.<name>`) without a privileged container."""
@@ -130,16 +112,15 @@ def injector_spec(fabrics: list[str]) -> dict[str, Any]:
         }},
     }
 
-
 class GpuDirectFabrics(pulumi.ComponentResource):
     """What pods on GPUDirect pools need from the cluster: their GPU NICs as `Network`s, the NCCL plugin on the
     nodes, and the NRI device injector."""
 
     TYPE = "gpu-platform:gpu:GpuDirectFabrics"
 
-    def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, config: PlatformConfig, fabrics: tuple[Fabric, ...],
+                 opts: pulumi.ResourceOptions | None = None):
         nics = nic_counts(config)
-        fabrics = [profile(config.cloud).fabrics[kind] for kind in nics]
         super().__init__(self.TYPE, name, {"fabrics": [f.name for f in fabrics]}, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.networks: list[str] = []
@@ -163,44 +144,8 @@ class GpuDirectFabrics(pulumi.ComponentResource):
             spec=injector_spec(sorted(f.name for f in fabrics)), opts=child)
         self.register_outputs({"networks": self.networks})
 
-
-def _volume(name: str, host_path: str) -> dict[str, Any]:
-    return _host_path(name, host_path) if host_path else {"name": name, "emptyDir": {}}
-
-
-def workload_pod(fabric: Fabric, gpus: int, nics: int) -> dict[str, Any]:
-    """What a pod using all of a node's GPU NICs adds (GKE guide "Deploy a workload", upstream nccl-test-latest.yaml):
-    the multi-network annotations, the NRI device list for the RxDM sidecar, the sidecar itself and the volumes its
-    containers share. The sidecar is a native sidecar (an init container restarting Always, Kubernetes 1.29+) so a
-    Job's pod completes when its workload does; upstream's bare pods run it as a plain container."""
-    direct = fabric.gpudirect
-    devices = [*(f"/dev/nvidia{i}" for i in range(gpus)), "/dev/nvidiactl", "/dev/nvidia-uvm", *direct.extra_devices]
-    annotations = {
-        f"devices.gke.io/container.{direct.rxdm_container}": "".join(f"- path: {d}\n" for d in devices),
-        "networking.gke.io/default-interface": "eth0",
-        "networking.gke.io/interfaces": json.dumps(pod_interfaces(fabric.name, nics)),
-    }
-    sidecar = {
-        "name": direct.rxdm_container, "image": direct.rxdm_image, "restartPolicy": "Always",
-        "command": list(direct.rxdm_command),
-        "securityContext": {"capabilities": {"add": list(direct.rxdm_capabilities)}},
-        "env": [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}],
-        "volumeMounts": [{"name": v, "mountPath": mount} for v, _, mount in direct.rxdm_volumes],
-    }
-    volumes = {v: _volume(v, host) for v, host, _ in (*direct.rxdm_volumes, *direct.workload_volumes)}
-    return {"annotations": annotations, "sidecar": sidecar, "volumes": list(volumes.values()),
-            "mounts": [workload_mount(v, host, mount) for v, host, mount in direct.workload_volumes]}
-
-
-def writable_host_path(host_path: str) -> bool:
-    """Device directories (NCCL maps their files read-write); every other host directory a workload mounts, such as
-    the node's NCCL plugin that every pod on it shares, is mounted read-only."""
-    return host_path.startswith("/dev/")
-
-
-def workload_mount(volume: str, host_path: str, mount_path: str) -> dict[str, Any]:
-    """A workload container's mount; the team's admission policy (tenancy/fabric_baseline.py) holds it to this."""
-    mount: dict[str, Any] = {"name": volume, "mountPath": mount_path}
-    if host_path and not writable_host_path(host_path):
-        mount["readOnly"] = True
-    return mount
+def install(name: str, config: PlatformConfig, fabrics: tuple[Fabric, ...], values: dict[str, dict[str, Any]],
+            opts: pulumi.ResourceOptions) -> None:
+    """The records' installer, once for both fabrics (they share the injector). No chart values: the DaemonSets select
+    the fabrics' pools by label and, as upstream's, tolerate every taint."""
+    GpuDirectFabrics(f"{name}-gpudirect", config, fabrics, opts=opts)

@@ -1,4 +1,4 @@
-"""The autoscaling layer: the Kubernetes Cluster Autoscaler on clouds whose pools do not scale themselves."""
+"""The Cluster Autoscaler's components: its chart, and the priority expander's ConfigMap for a cloud-run one."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,11 +9,12 @@ import pulumi_kubernetes.helm.v3 as helm
 import pulumi_kubernetes.meta.v1 as meta
 import yaml
 
-from components.autoscaling.karpenter import Karpenter
-from components.autoscaling.values import CHART, CHART_REPO, CHART_VERSION, NAMESPACE, autoscaler_values
 from components.clouds.base import PlatformCluster
 from components.config.model import PlatformConfig
 from components.context import Context
+from components.provisioning.cluster_autoscaler.values import (
+    CHART, CHART_REPO, CHART_VERSION, NAMESPACE, autoscaler_values,
+)
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
@@ -55,20 +56,17 @@ class ExpanderPriorities(pulumi.ComponentResource):
         self.register_outputs({"configMap": self.CONFIG_MAP})
 
 
-def install(ctx: Context) -> None:
-    """Install the autoscaler where the cluster asks for one (EKS, OKE); AKS and GKE pools scale natively, and AKS's
-    autoscaler gets our pool preferences through its priority-expander ConfigMap. An EKS stack with
-    `cluster.aws.provisioner: karpenter` gets Karpenter instead of the Cluster Autoscaler, an AKS stack with
-    `cluster.azure.provisioner: nap` the NodePools of the Karpenter AKS runs (no expander ConfigMap: nothing reads it)."""
-    target = ctx.cluster.node_provisioner()
-    if target is not None:
-        ctx.handles["karpenter"] = Karpenter("karpenter", target, ctx.cluster)
-        return
+def install_chart(ctx: Context) -> None:
+    """The chart, where the cluster asks for one (EKS node groups, OKE node pools; not an adopted cluster)."""
     cloud_values = ctx.cluster.autoscaler_values()
     if cloud_values is not None:
         ctx.handles["cluster-autoscaler"] = ClusterAutoscaler("cluster-autoscaler", ctx.config, ctx.cluster,
                                                               cloud_values, opts=ctx.k8s_opts())
-        return
+
+
+def install_priorities(ctx: Context) -> None:
+    """AKS and GKE pools scale natively; AKS's autoscaler gets our pool preferences through its priority-expander
+    ConfigMap."""
     priorities = ctx.cluster.managed_expander_priorities()
     if priorities:
         ExpanderPriorities("cluster-autoscaler-priorities", priorities, opts=ctx.k8s_opts())

@@ -1,1 +1,0 @@
-"""Autoscaling of GPU pools where the cloud does not do it natively: the Kubernetes Cluster Autoscaler."""
