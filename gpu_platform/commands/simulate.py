@@ -45,10 +45,17 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--topology-blocks", action="append", default=[], metavar="POOL=N",
                         help="nodes per network block (TAS domain) of a topology-aware pool, for the replay and the "
                              "comparison (repeatable; default 4; implies --topology)")
+    parser.add_argument("--topology-levels", action="append", default=[], metavar="POOL=M[/K...]",
+                        help="domains of the level below per domain of each Topology level above the block, from "
+                             "the block up (2/4: two blocks per layer-2 domain, four of those per layer-1 domain); "
+                             "a level not given is one domain over the pool (repeatable)")
     parser.add_argument("--tas-request", choices=TAS_REQUESTS, default="required",
                         help="the Kueue topology annotation trace jobs on topology-aware pools carry: "
-                             "podset-required-topology or -preferred-topology at the block level, or none "
+                             "podset-required-topology or -preferred-topology (at --tas-level), or none "
                              "(implied); default required")
+    parser.add_argument("--tas-level", metavar="LABEL",
+                        help="the Topology level (node label) the annotation names; default the block, the level "
+                             "above the hosts (e.g. topology.k8s.aws/network-node-layer-3)")
 
 
 MAX_NODES = 10_000  # per pool: ten times any cloud's node pool limit, and the simulator keeps state per node
@@ -63,6 +70,18 @@ def _nodes(values: list[str], option: str = "--nodes") -> dict[str, int]:
             raise UsageError(f"{option} {value!r:.80}: expected POOL=N with N a whole number from 0 to {MAX_NODES}")
         nodes[pool] = int(count)
     return nodes
+
+
+def _levels(values: list[str]) -> dict[str, tuple[int, ...]]:
+    levels = {}
+    for value in values:
+        pool, sep, counts = value.partition("=")
+        parts = counts.split("/")
+        if not sep or not all(p.isascii() and p.isdigit() and 0 < len(p) <= 6 and int(p) <= MAX_NODES for p in parts):
+            raise UsageError(f"--topology-levels {value!r:.80}: expected POOL=M[/K...] with whole numbers up to "
+                             f"{MAX_NODES}")
+        levels[pool] = tuple(int(p) for p in parts)
+    return levels
 
 
 class Progress:
@@ -109,6 +128,18 @@ def run(args) -> int:
         return USAGE_ERROR
 
 
+def _tas_meta(flavor, request, nodes: int) -> dict:
+    """What the replay assumed of a topology-aware pool: its Topology's levels and the nodes a domain of each
+    spans, the block size (`domain_nodes`), the annotation and the level it names."""
+    from gpu_platform.simulator.kueue.tas import domain_spans
+
+    spans = domain_spans(request, nodes)
+    return {"flavor": flavor.name, "topology": flavor.topology, "domain_nodes": spans[-2] if len(spans) > 1 else 1,
+            "levels": [{"label": label, "nodes_per_domain": min(span, nodes)}
+                       for label, span in zip(request.levels, spans)],
+            "request": request.mode, "level": request.levels[request.level]}
+
+
 def _run(args) -> int:
     from dataclasses import replace
 
@@ -130,7 +161,7 @@ def _run(args) -> int:
     model = load_model(plan)
     model = model.with_nodes(_nodes(args.nodes))
     blocks = _nodes(args.topology_blocks, "--topology-blocks")
-    model = model.with_tas(blocks, args.tas_request)
+    model = model.with_tas(blocks, args.tas_request, _levels(args.topology_levels), args.tas_level)
     if args.placement:
         model = model.with_placement(args.placement)
     fmt = _trace_format(args)
@@ -159,8 +190,8 @@ def _run(args) -> int:
             "seed": args.seed, "placement": model.placement, "gang": model.gang.enabled,
             "fair_sharing": model.fair_sharing, "nodes": {name: pool.nodes for name, pool in model.pools.items()},
             "warnings": list(model.warnings)}
-    tas = {f.pool: {"flavor": f.name, "topology": f.topology, "domain_nodes": model.tas(f.name)[0],
-                    "request": model.tas(f.name)[1]} for f in model.flavors.values() if model.tas(f.name)}
+    tas = {f.pool: _tas_meta(f, model.tas(f.name), model.pools[f.pool].nodes)
+           for f in model.flavors.values() if model.tas(f.name)}
     if tas:  # the assumptions the replay's topology-aware admission rests on
         meta["tas"] = tas
     report = build_report(result, baseline, meta)

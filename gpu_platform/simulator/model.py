@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -22,6 +22,7 @@ from policies.quantity import QuantityError, parse as parse_quantity
 KUEUE_API = "kubernetes:kueue.x-k8s.io/v1beta2:"
 CLUSTER_QUEUE = KUEUE_API + "ClusterQueue"
 RESOURCE_FLAVOR = KUEUE_API + "ResourceFlavor"
+TOPOLOGY = KUEUE_API + "Topology"
 WORKLOAD_PRIORITY_CLASS = KUEUE_API + "WorkloadPriorityClass"
 LOCAL_QUEUE = KUEUE_API + "LocalQueue"
 VOLCANO_QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
@@ -38,7 +39,21 @@ UNLIMITED = None
 # one leaf).
 TAS_DOMAIN_NODES = 4
 HOSTS_TOPOLOGY = "gpu-hosts"
+HOSTNAME = "kubernetes.io/hostname"
 TAS_REQUESTS = ("required", "preferred", "implied")  # the topology annotations kueue/tas.py places by
+# A flavor naming a Topology the plan does not hold (hand-made plans): one block level above the hosts.
+BLOCK_AND_HOSTS = ("block", HOSTNAME)
+
+
+class TasRequest(NamedTuple):
+    """How Kueue's TAS places a flavor's gangs: the Topology's `levels` (broadest first, hosts last), the nodes one
+    domain of each level spans (`spans`, None: one domain over the pool), the requested level's index and the
+    annotation (`mode`: required, preferred, or implied when the job carries none)."""
+
+    levels: tuple[str, ...]
+    spans: tuple[int | None, ...]
+    level: int
+    mode: str
 
 
 @dataclass(frozen=True)
@@ -73,6 +88,7 @@ class Flavor:
     name: str
     pool: str | None
     topology: str | None = None  # the Kueue Topology its `topologyName` points at: TAS placement at admission
+    levels: tuple[str, ...] = ()  # that Topology's node labels, broadest first, as planned
 
 
 @dataclass(frozen=True)
@@ -158,6 +174,8 @@ class Model:
     warnings: tuple[str, ...] = ()
     tas_domain_nodes: dict[str, int] = field(default_factory=dict)  # pool -> nodes per TAS domain (--topology-blocks)
     tas_request: str = "required"  # the TAS annotation trace jobs are taken to carry (--tas-request)
+    tas_above: dict[str, tuple[int, ...]] = field(default_factory=dict)  # pool -> domains per level above (--topology-levels)
+    tas_level: str | None = None  # the level label the annotation names (--tas-level); None: the block
 
     # ---- what-if variants -------------------------------------------------------------------------------------
     def static(self) -> "Model":
@@ -190,29 +208,58 @@ class Model:
     def with_placement(self, placement: str) -> "Model":
         return replace(self, placement=placement)
 
-    def with_tas(self, domain_nodes: dict[str, int], request: str | None = None) -> "Model":
-        """TAS domain sizes per pool (`--topology-blocks pool=N`) and the jobs' topology request (`--tas-request`)."""
-        tas_pools = sorted({f.pool for f in self.flavors.values() if f.topology and f.pool})
+    def with_tas(self, domain_nodes: dict[str, int], request: str | None = None,
+                 above: dict[str, tuple[int, ...]] | None = None, level: str | None = None) -> "Model":
+        """TAS domain sizes per pool (`--topology-blocks pool=N`, and `--topology-levels pool=M/K` for the levels
+        above the block), the jobs' topology request (`--tas-request`) and the level it names (`--tas-level`)."""
+        tas_flavors = [f for f in self.flavors.values() if f.topology and f.pool]
+        tas_pools = sorted({f.pool for f in tas_flavors})
+        problems = []
+        for option, sizes in (("--topology-blocks", domain_nodes), ("--topology-levels", above or {})):
+            unknown = sorted(set(sizes) - set(tas_pools))
+            if unknown:
+                problems.append(f"{option} names pool(s) without a topology-aware flavor: {', '.join(unknown)}; "
+                                f"such pools: {', '.join(tas_pools) or '(none)'}")
         for pool, size in domain_nodes.items():
-            if pool not in tas_pools:
-                raise SimulationError(f"--topology-blocks names pool(s) without a topology-aware flavor: {pool}; "
-                                      f"such pools: {', '.join(tas_pools) or '(none)'}")
             if size < 1:
-                raise SimulationError(f"--topology-blocks {pool}={size}: a block holds at least one node")
+                problems.append(f"--topology-blocks {pool}={size}: a block holds at least one node")
+        for pool, counts in (above or {}).items():
+            upper = min(len(_levels(f)) - 2 for f in tas_flavors if f.pool == pool)
+            if any(c < 1 for c in counts) or len(counts) > upper:
+                problems.append(f"--topology-levels {pool}={'/'.join(map(str, counts))}: allowed: up to {upper} "
+                                f"whole numbers from 1 (domains of the level below per domain, from the block up), "
+                                f"as its Topology has {upper} level(s) above the block")
         if request is not None and request not in TAS_REQUESTS:
-            raise SimulationError(f"--tas-request {request!r}: allowed: {', '.join(TAS_REQUESTS)}")
+            problems.append(f"--tas-request {request!r}: allowed: {', '.join(TAS_REQUESTS)}")
+        if level is not None:
+            networked = [f for f in tas_flavors if _levels(f) != (HOSTNAME,)]
+            allowed = [lv for lv in _levels(networked[0]) if all(lv in _levels(f) for f in networked)] if networked else []
+            if level not in allowed:
+                choices = ", ".join(allowed) or "(none: no topology-aware pool has network levels)"
+                problems.append(f"--tas-level {level!r}: allowed: {choices}")
+        if problems:
+            raise SimulationError("; ".join(problems))
         return replace(self, tas_domain_nodes={**self.tas_domain_nodes, **domain_nodes},
-                       tas_request=request or self.tas_request)
+                       tas_request=request or self.tas_request, tas_above={**self.tas_above, **(above or {})},
+                       tas_level=level or self.tas_level)
 
-    def tas(self, flavor: str | None) -> tuple[int, str] | None:
-        """(nodes per TAS domain, topology request) on a flavor's pool; None when the flavor is not topology-aware
-        or selects no pool. A Topology of hosts only (gpu-hosts) has no block level to ask for, so its jobs go
-        unannotated: `implied`."""
+    def tas(self, flavor: str | None) -> TasRequest | None:
+        """How TAS places gangs on a flavor's pool; None when the flavor is not topology-aware or selects no pool.
+        A Topology of hosts only (gpu-hosts) has no level to ask for, so its jobs go unannotated: `implied`."""
         f = self.flavors.get(flavor) if flavor else None
         if f is None or f.topology is None or f.pool not in self.pools:
             return None
-        request = "implied" if f.topology == HOSTS_TOPOLOGY else self.tas_request
-        return self.tas_domain_nodes.get(f.pool, TAS_DOMAIN_NODES), request
+        levels = _levels(f)
+        if levels == (HOSTNAME,):
+            return TasRequest(levels, (1,), 0, "implied")
+        block = self.tas_domain_nodes.get(f.pool, TAS_DOMAIN_NODES)
+        spans: list[int | None] = [1, block]
+        for count in self.tas_above.get(f.pool, ()):
+            spans.append(spans[-1] * count)
+        spans += [None] * (len(levels) - len(spans))
+        mode = self.tas_request
+        index = len(levels) - 1 if mode == "implied" else levels.index(self.tas_level or levels[-2])
+        return TasRequest(levels, tuple(reversed(spans)), index, mode)
 
     # ---- lookups ----------------------------------------------------------------------------------------------
     def resolve_priority(self, token: str | int | None, default: int) -> int:
@@ -353,7 +400,27 @@ def quantity(value: Any, where: str) -> int:
         raise SimulationError(f"{where}: {exc}") from None
 
 
-def _flavors(rfs: list[dict[str, Any]], pools: dict[str, Pool], warnings: list[str]) -> dict[str, Flavor]:
+def _levels(flavor: Flavor) -> tuple[str, ...]:
+    """The node labels of a TAS flavor's Topology: as planned, else hosts alone for gpu-hosts and one block level
+    above the hosts for another name."""
+    if flavor.levels:
+        return flavor.levels
+    return (HOSTNAME,) if flavor.topology == HOSTS_TOPOLOGY else BLOCK_AND_HOSTS
+
+
+def _topologies(objects: list[dict[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """Each planned Topology's level labels by name, broadest first."""
+    found = {}
+    for res in objects:
+        levels = _spec(res).get("levels")
+        if isinstance(levels, list):
+            found[_meta(res).get("name") or res.get("name")] = tuple(
+                lv.get("nodeLabel") for lv in levels if isinstance(lv, dict) and isinstance(lv.get("nodeLabel"), str))
+    return found
+
+
+def _flavors(rfs: list[dict[str, Any]], pools: dict[str, Pool], warnings: list[str],
+             topologies: dict[str, tuple[str, ...]]) -> dict[str, Flavor]:
     flavors = {}
     for res in rfs:
         name = _meta(res).get("name") or res.get("name")
@@ -363,7 +430,8 @@ def _flavors(rfs: list[dict[str, Any]], pools: dict[str, Pool], warnings: list[s
         pool = matches[0] if len(matches) == 1 else (name if name in pools else None)
         if pool is None and pools:
             warnings.append(f"ResourceFlavor {name} selects no single GPU pool: quota only, no node packing")
-        flavors[name] = Flavor(name=name, pool=pool, topology=_spec(res).get("topologyName"))
+        topology = _spec(res).get("topologyName")
+        flavors[name] = Flavor(name=name, pool=pool, topology=topology, levels=topologies.get(topology, ()))
     return flavors
 
 
@@ -378,7 +446,7 @@ def _default_priority(by_type: dict[str, list[dict[str, Any]]]) -> int:
 
 
 def _kueue_model(by_type, pools, namespaces, priorities, releases, warnings) -> Model:
-    flavors = _flavors(by_type.get(RESOURCE_FLAVOR, []), pools, warnings)
+    flavors = _flavors(by_type.get(RESOURCE_FLAVOR, []), pools, warnings, _topologies(by_type.get(TOPOLOGY, [])))
     queues: dict[str, Queue] = {}
     for res in by_type[CLUSTER_QUEUE]:
         name = _meta(res).get("name") or res.get("name")

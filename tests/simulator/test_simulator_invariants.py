@@ -66,7 +66,7 @@ def test_fast_paths_change_no_outcome(fair, mixed):
         sim = Simulation(model, build_jobs(model, trace), DEFAULT_TIMING)
         if exhaustive:
             sim.scheduler._deficit = lambda cq, job: (None, 0, 0)
-            sim.scheduler._shortfall = lambda cq, job, fr: 0
+            sim.scheduler._shortfall = lambda cq, job, fr, available=None: 0
         events = []
         admit, evict = sim.admit, sim.evict
         sim.admit = lambda job, *a, **kw: (events.append(("admit", sim.now, job.id)), admit(job, *a, **kw))

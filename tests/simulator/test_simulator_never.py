@@ -74,7 +74,10 @@ def test_reported_in_json_and_table(tmp_path):
         "limits": [{"flavor": "p", "limit": "quota", "at_most": 24,
                     "message": "p: ClusterQueue q may hold at most 24 nvidia.com/gpu (nominalQuota 16, "
                                "borrowingLimit 8, cohort all shares 32 in all)"}]}]
-    assert report["tas"] == {"t": {"flavor": "t", "topology": "gpu-network", "domain_nodes": 4, "request": "required"}}
+    assert report["tas"] == {"t": {"flavor": "t", "topology": "gpu-network", "domain_nodes": 4,
+                                   "levels": [{"label": "block", "nodes_per_domain": 4},
+                                              {"label": "kubernetes.io/hostname", "nodes_per_domain": 1}],
+                                   "request": "required", "level": "block"}}
     table = reports["table"]
     assert "  of which never admittable (listed below)" in table
     assert ("never admittable in the stack run (1 jobs; they stay pending):\n"
@@ -93,11 +96,21 @@ def test_cli_block_size_and_request_reach_the_replay(tmp_path):
             assert cli.main(["simulate", "--plan", str(path), "--trace", str(trace), "--format", "json",
                              "--baseline", "none", *extra]) == 0
         report = json.loads(out.getvalue())
-        return [lim["limit"] for item in report["never_admittable"] for lim in item["limits"]], report["tas"]["t"]
+        tas = report["tas"]["t"]
+        return ([lim["limit"] for item in report["never_admittable"] for lim in item["limits"]],
+                {k: tas[k] for k in ("flavor", "topology", "domain_nodes", "request", "level")})
 
-    assert never() == ([], {"flavor": "t", "topology": "gpu-network", "domain_nodes": 4, "request": "required"})
+    assert never() == ([], {"flavor": "t", "topology": "gpu-network", "domain_nodes": 4, "request": "required",
+                            "level": "block"})
     assert never("--topology-blocks", "t=2")[0] == ["topology"]
     assert never("--topology-blocks", "t=2", "--tas-request", "preferred")[0] == []
+    assert never("--tas-level", "kubernetes.io/hostname") == (["topology"], {
+        "flavor": "t", "topology": "gpu-network", "domain_nodes": 4, "request": "required",
+        "level": "kubernetes.io/hostname"})
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert cli.main(["simulate", "--plan", str(path), "--trace", str(trace), "--topology-levels", "t=0"]) == 2
+    assert "--topology-levels t=0: allowed: up to 0 whole numbers from 1" in err.getvalue()
 
 
 # Volcano: a job no session can ever bind is reported too (capability, deserved share, pool size).

@@ -7,18 +7,34 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_platform.simulator import load_model
+from gpu_platform.simulator import SimulationError, load_model
 from gpu_platform.simulator.kueue.tas import assign
+from gpu_platform.simulator.model import TasRequest
 
-from support.simulator import cq, kueue_plan, run
+from support.simulator import cq, kueue_object, kueue_plan, run
+
+# The EKS Topology the platform plans for labelled instance types (components/scheduling/topology.py): three
+# network layers, then the host.
+EKS_LEVELS = ("topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
+              "topology.k8s.aws/network-node-layer-3", "kubernetes.io/hostname")
 
 
-def tas_model(request: str = "required", domain_nodes: int = 2, topology: str = "gpu-network", **kw):
-    plan = kueue_plan({"p": (4, {"nvidia.com/gpu": 8}, 8)}, {"q": cq({"p": 32}, cohort=None)}, **kw)
+def request(mode: str, spans=(None, 2, 1), level: int = 1) -> TasRequest:
+    """Blocks of two nodes under one domain over the pool, unless `spans` (nodes per domain, broadest first)."""
+    levels = ("block", "kubernetes.io/hostname") if len(spans) == 2 else EKS_LEVELS[-len(spans):]
+    return TasRequest(levels, spans, len(spans) - 1 if mode == "implied" else level, mode)
+
+
+def tas_model(request: str = "required", domain_nodes: int = 2, topology: str = "gpu-network", nodes: int = 4,
+              above: dict | None = None, level: str | None = None, levels: tuple[str, ...] | None = None, **kw):
+    plan = kueue_plan({"p": (nodes, {"nvidia.com/gpu": 8}, 8)}, {"q": cq({"p": 8 * nodes}, cohort=None)}, **kw)
     for res in plan["resources"]:
         if res["type"].endswith(":ResourceFlavor"):
             res["inputs"]["spec"]["topologyName"] = topology
-    return load_model(plan).with_tas({"p": domain_nodes}, request)
+    if levels:
+        plan["resources"].append(kueue_object("Topology", topology,
+                                              spec={"levels": [{"nodeLabel": label} for label in levels]}))
+    return load_model(plan).with_tas({"p": domain_nodes}, request, above, level)
 
 
 # One head per cycle: x1..x4 are admitted at 0..3; x1, x2 fill block 0 and x3, x4 block 1 (best fit keeps x2 next
@@ -75,6 +91,9 @@ def test_hosts_only_topology_places_unconstrained():
 
 
 @pytest.mark.parametrize("free, size, count, mode, expected", [
+    # preferred, the gang in no block: pods go to the hosts of the chosen blocks with most room, pooled (Kueue's
+    # descent ignores how many each block was given): block {0,1} was given 4 and {2,3} 1, node 2 takes 3
+    ([2, 2, 3, 0], 1, 5, "preferred", [0, 0, 2, 2, 2]),
     # best fit: the fuller block that still holds the gang, then the fuller node of it
     ([8, 0, 8, 8], 8, 1, "required", [0]),
     ([8, 8, 8, 0], 4, 2, "required", [2, 2]),
@@ -84,10 +103,10 @@ def test_hosts_only_topology_places_unconstrained():
     ([8, 8, 8, 0], 8, 3, "preferred", [0, 1, 2]),
     # implied (LeastFreeCapacity): the fullest node that holds the gang, else fill from the fullest
     ([8, 4, 8, 8], 4, 1, "implied", [1]),
-    ([8, 4, 8, 0], 4, 4, "implied", [1, 0, 0, 2]),
+    ([8, 4, 8, 0], 4, 4, "implied", [0, 0, 1, 2]),
 ])
 def test_assignment_follows_kueue_best_fit_and_least_free_capacity(free, size, count, mode, expected):
-    assert assign(free, size, count, 2, mode) == expected
+    assert assign(free, size, count, request(mode)) == expected
 
 
 def test_preemption_targets_must_leave_a_domain_for_the_gang():
@@ -104,3 +123,58 @@ def test_preemption_targets_must_leave_a_domain_for_the_gang():
     result, jobs = run(load_model(plan).with_tas({"p": 2}), trace)
     assert result.preemptions == [] and result.livelock is None
     assert jobs["A"].first_start == 200
+
+
+@pytest.mark.parametrize("spans, free, expected", [
+    # blocks of 2 nodes, two blocks per layer-2 domain: free nodes 0, 1 (domain 0) and 4, 5, 6 (domain 1). The
+    # gang of 3 fits no block, so Kueue looks one level up and takes the layer-2 domain that holds it.
+    ((None, 4, 2, 1), [8, 8, 0, 0, 8, 8, 8, 0], [4, 5, 6]),
+    # with the layers above one domain over the pool, the largest block first and best fit for the rest
+    ((None, None, 2, 1), [8, 8, 0, 0, 8, 8, 8, 0], [0, 1, 6]),
+    # no layer-2 domain holds it either: spread over layer-1 domains (here one), then pooled blocks
+    ((None, 4, 2, 1), [8, 8, 0, 0, 8, 0, 8, 0], [0, 1, 4]),
+])
+def test_preferred_gang_falls_back_one_level_at_a_time(spans, free, expected):
+    assert assign(free, 8, 3, request("preferred", spans, level=2)) == expected
+
+
+def test_required_at_a_level_above_the_block():
+    four = (None, 4, 2, 1)
+    free = [8, 8, 0, 0, 8, 8, 8, 0]
+    assert assign(free, 8, 3, request("required", four, level=2)) is None  # no block holds 3
+    assert assign(free, 8, 3, request("required", four, level=1)) == [4, 5, 6]
+    assert assign(free, 8, 4, request("required", four, level=1)) is None
+
+
+# Eight 8-GPU nodes in blocks of two; x0..x6 take nodes 0..6 at 0..6 (best fit keeps each next to the last); x0, x1,
+# x4 and x5 end at 10, leaving nodes 0, 1 (block 0), 4, 5 (block 2) and 7 (block 3) free. g (24 GPUs: 3 pods) then
+# fits no block.
+SPLIT = [(f"x{i}", "q", 0, 10 if i in (0, 1, 4, 5) else 1000, 8) for i in range(7)] + [("g", "q", 20, 50, 24)]
+
+
+def test_preferred_gang_takes_one_domain_of_the_level_above_when_it_holds_it():
+    # With two blocks per layer-2 domain, Kueue places g in the layer-2 domain {4..7}, which holds it; with the
+    # levels above the block not modelled, it took block 0 and node 7, across two layer-2 domains.
+    model = tas_model("preferred", nodes=8, above={"p": (2,)}, levels=EKS_LEVELS)
+    _, jobs = run(model, SPLIT, horizon=30)
+    assert sorted(n for n, _ in jobs["g"].bound) == [4, 5, 7]
+    _, jobs = run(tas_model("preferred", nodes=8, levels=EKS_LEVELS), SPLIT, horizon=30)
+    assert sorted(n for n, _ in jobs["g"].bound) == [0, 1, 7]
+
+
+def test_required_at_layer_2_admits_a_gang_no_block_holds():
+    # Required at the block (layer-3) g can never be admitted: a block holds 2 pods. Required at layer-2 (one domain
+    # over the pool here) it is admitted at once, in the domain's pooled blocks.
+    model = tas_model("required", nodes=8, levels=EKS_LEVELS)
+    _, jobs = run(model, SPLIT, horizon=100)
+    assert jobs["g"].admit_t is None
+    model = tas_model("required", nodes=8, levels=EKS_LEVELS, level=EKS_LEVELS[1])
+    _, jobs = run(model, SPLIT, horizon=100)
+    assert jobs["g"].first_start == 20
+
+
+def test_tas_options_are_checked_against_the_planned_topology():
+    with pytest.raises(SimulationError) as err:
+        tas_model(levels=EKS_LEVELS, above={"p": (2, 2, 2)}, level="rack")
+    assert "--topology-levels p=2/2/2: allowed: up to 2" in str(err.value)
+    assert "--tas-level 'rack': allowed: topology.k8s.aws/network-node-layer-1" in str(err.value)

@@ -316,61 +316,51 @@ class KueueScheduler(FlavorAssigner):
                 if entry is not None and (entry.mode == FIT or entry.targets):
                     return entry
         version = cq.group.version
+        released = cq.group.released
+        fails = cq.fails
         failed: list[Job] = []
+        # When every head ends parked: per flavor resource, how much must have been released in the cohort before
+        # any could be admitted (None: on any release).
+        wake: dict[tuple[str, str], int] | None = {}
         heads = cq.heads
         if heads is None:  # a queue is nominated again after every release in its cohort: sort only after a change
             heads = cq.heads = sorted(heap[0] for heap in cq.buckets.values())
         for head in heads:
             job = head.job
-            if self._parked(cq, job, version):
-                pass
-            else:
+            fail = fails.get(job.bucket)
+            # Parked: it failed before and nothing was freed since, or less than it lacked (freeing k units raises
+            # what it could get by at most k; admissions never raise it).
+            if fail is None or fail.seq != job.seq or fail.version != version and (
+                    fail.fr is None or released.get(fail.fr, 0) - fail.released >= fail.deficit):
                 # (Not on TAS flavors: more units can mean smaller pods, which may fit where larger ones did not.)
-                dominant = next((f for f in failed if f.resource == job.resource and f.pools == job.pools
-                                 and f.units <= job.units and f.priority >= job.priority
-                                 and not any(self._tas(fr) for fr in cq.frs[f.bucket])), None)
-                if dominant is not None:
+                dominant = failed and next((f for f in failed if f.resource == job.resource and f.pools == job.pools
+                                            and f.units <= job.units and f.priority >= job.priority
+                                            and not any(self._tas(fr) for fr in cq.frs[f.bucket])), None)
+                if dominant:
                     # No easier than a head that just failed (more units, no higher priority): parked as long.
-                    cq.fails[job.bucket] = cq.fails[dominant.bucket]._replace(seq=job.seq)
+                    fail = fails[job.bucket] = fails[dominant.bucket]._replace(seq=job.seq)
                     self._status_patch(job)  # (Kueue spends a cycle on it)
                 else:
                     entry = self._evaluate(cq, job)
                     if entry is not None and (entry.mode == FIT or entry.targets):
                         return entry
                     # Not admissible now: parked until the cohort frees quota (at least what it lacks, if known).
-                    cq.fails[job.bucket] = Failure(version, job.seq, *self._deficit(cq, job))
+                    fail = fails[job.bucket] = Failure(version, job.seq, *self._deficit(cq, job))
                     failed.append(job)
                     if entry is not None and cq.spec.reclaim_within_cohort != "Any":
                         return entry  # preempting without candidates: it still holds quota back this cycle
                     self._status_patch(job)
+            if wake is not None:
+                if fail.fr is None or fail.deficit <= 0:
+                    wake = None
+                else:
+                    at = fail.released + fail.deficit
+                    if at < wake.get(fail.fr, at + 1):
+                        wake[fail.fr] = at
             if cq.strict:
                 break
-        cq.wake = self._wake(cq, heads)
+        cq.wake = wake
         return None
-
-    def _wake(self, cq: CQ, heads: list[Pending]) -> dict[tuple[str, str], int] | None:
-        """When every head (`heads`, in order) is parked: per flavor resource, how much must have been released in
-        the cohort before any head could be admitted (None: on any release)."""
-        wake: dict[tuple[str, str], int] = {}
-        for head in heads[:1] if cq.strict else heads:
-            job = head.job
-            fail = cq.fails.get(job.bucket)
-            if fail is None or fail.seq != job.seq or fail.fr is None or fail.deficit <= 0:
-                return None
-            fr, at = fail.fr, fail.released + fail.deficit
-            if at < wake.get(fr, at + 1):
-                wake[fr] = at
-        return wake
-
-    def _parked(self, cq: CQ, job: Job, version: int) -> bool:
-        """Whether a head that failed before still cannot be admitted: nothing was freed since, or less than it
-        lacked (freeing k units raises what it could get by at most k; admissions never raise it)."""
-        fail = cq.fails.get(job.bucket)
-        if fail is None or fail.seq != job.seq:
-            return False
-        if fail.version == version:
-            return True
-        return fail.fr is not None and cq.group.released.get(fail.fr, 0) - fail.released < fail.deficit
 
     def _deficit(self, cq: CQ, job: Job) -> tuple[tuple[str, str] | None, int, int]:
         """(flavor resource, units released so far, units lacking) for a single-flavor head that failed."""

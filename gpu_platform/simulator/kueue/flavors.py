@@ -50,11 +50,11 @@ class FlavorAssigner(Preemptor):
         return frs
 
     def _tas(self, fr: tuple[str, str]) -> tuple | None:
-        """(node group, nodes per domain, request) of a topology-aware flavor resource, else None."""
+        """(node group, TasRequest) of a topology-aware flavor resource, else None."""
         if fr not in self._tas_cache:
             found = self.sim.model.tas(fr[0])
             group = self.sim.groups.get((self.sim.flavor_pool(fr[0]), fr[1])) if found else None
-            self._tas_cache[fr] = (group, *found) if group is not None else None
+            self._tas_cache[fr] = (group, found) if group is not None else None
         return self._tas_cache[fr]
 
     def _tas_nodes(self, fr: tuple[str, str], job: Job) -> list[int] | tuple | None:
@@ -62,32 +62,32 @@ class FlavorAssigner(Preemptor):
         found = self._tas(fr)
         if found is None:
             return ANYWHERE
-        group, domain_nodes, request = found
+        group, request = found
         pods = pods_for(job.units, group.cap)
-        return tas.assign(group.free, pods[0], len(pods), domain_nodes, request)
+        return tas.assign(group.free, pods[0], len(pods), request)
 
     def _tas_fits_without(self, fr: tuple[str, str], job: Job, targets: list[Target]) -> bool:
         """Whether TAS can place the job once the targets' pods are gone (always, off TAS)."""
         found = self._tas(fr)
         if found is None:
             return True
-        group, domain_nodes, request = found
+        group, request = found
         free = list(group.free)
         for w, _ in targets:
             if w.group is group:
                 for node, size in w.bound:
                     free[node] += size
         pods = pods_for(job.units, group.cap)
-        return tas.assign(free, pods[0], len(pods), domain_nodes, request) is not None
+        return tas.assign(free, pods[0], len(pods), request) is not None
 
     def _tas_most(self, fr: tuple[str, str], job: Job) -> int | None:
         """The most units one TAS admission of this job's pod size can ever get on fr (None off TAS)."""
         found = self._tas(fr)
         if found is None:
             return None
-        group, domain_nodes, request = found
+        group, request = found
         size = pods_for(job.units, group.cap)[0]
-        return tas.largest_domain(group.nodes, group.cap // size, domain_nodes, request) * size
+        return tas.largest_domain(group.nodes, group.cap // size, request) * size
 
     def limits(self, cq: CQ, job: Job) -> tuple[Limit, ...] | None:
         """What keeps the job off each flavor it may use for good, or None when some flavor could admit it."""
@@ -125,10 +125,11 @@ class FlavorAssigner(Preemptor):
                                                     f"{size}-unit pods on {group.nodes} nodes (maxNodes, or --nodes)")
         domain = self._tas_most(fr, job)
         if domain is not None and units > domain:
-            _, domain_nodes, request = self._tas(fr)
+            _, request = self._tas(fr)
             return Limit(flavor, "topology", domain,
-                         f"{flavor}: its largest topology domain holds {domain} {res} ({request} request, "
-                         f"{domain_nodes} nodes per domain: --topology-blocks, --tas-request)")
+                         f"{flavor}: its largest {request.levels[request.level]} domain holds {domain} {res} "
+                         f"({request.mode} request: --tas-request, --tas-level; domain sizes: --topology-blocks, "
+                         f"--topology-levels)")
         return None
 
     def _may_preempt_while_borrowing(self, cq: CQ) -> bool:
@@ -146,20 +147,21 @@ class FlavorAssigner(Preemptor):
         for fr in cq.frs[job.bucket]:
             if units > self.potential(cq, fr):
                 continue
-            if units <= self.available(cq, fr):
+            available = self.available(cq, fr)
+            if units <= available:
                 if self._tas_nodes(fr, job) is not None:
                     return Entry(cq, job, FIT, fr, cq.usage[fr] + units > cq.nominal[fr])
                 self._tas_short = True
                 continue  # quota fits, no topology domain holds the gang: NoFit on this flavor
             if units <= cq.nominal[fr] or self._may_preempt_while_borrowing(cq):
-                preemptible.append(fr)
+                preemptible.append((fr, available))  # (the search below changes no other flavor's usage)
             # else NoFit: fitsResourceQuota looks for targets only for a request within nominal quota
         # With the default flavorFungibility (whenCanPreempt: TryNextFlavor) every flavor is tried and the best
         # preemption kept (isPreferred, BorrowingOverPreemption): reclaiming only from other queues before
         # preempting in its own, then not borrowing after the preemptions, then flavor order.
         best, best_key = None, None
-        for fr in preemptible:
-            targets = self._targets(cq, job, fr)
+        for fr, available in preemptible:
+            targets = self._targets(cq, job, fr, available)
             if targets and not self._tas_fits_without(fr, job, targets):
                 # Kueue recomputes the TAS assignment with the targets gone (scheduler.go); targets chosen by quota
                 # whose nodes leave no domain for the gang would be evicted for nothing, again and again.
@@ -174,7 +176,7 @@ class FlavorAssigner(Preemptor):
         if best is not None:
             return best
         if preemptible:
-            fr = preemptible[0]
+            fr = preemptible[0][0]
             return Entry(cq, job, PREEMPT, fr, cq.usage[fr] + units > cq.nominal[fr])
         return None
 

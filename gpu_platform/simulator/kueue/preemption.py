@@ -53,12 +53,14 @@ class Preemptor(QuotaBook):
             return other.priority < job.priority or (other.priority == job.priority and job.ts < other.ts)
         return False
 
-    def _shortfall(self, cq: CQ, job: Job, fr: tuple[str, str]) -> int:
+    def _shortfall(self, cq: CQ, job: Job, fr: tuple[str, str], available: int | None = None) -> int:
         """How many units the preemption search lacks at best, mirroring its options (0: it may succeed).
+        `available`: what the queue can take of `fr` now, when the caller has it.
 
         Freeing k units in the cohort lowers it by at most k; in classical preemption admissions never lower it.
         """
-        available = self.available(cq, fr)
+        if available is None:
+            available = self.available(cq, fr)
         own, others = self._evictable(cq, job, fr)
         spec = cq.spec
         units, usage, nominal = job.units, cq.usage[fr], cq.nominal[fr]
@@ -88,8 +90,10 @@ class Preemptor(QuotaBook):
         reclaim = spec.reclaim_within_cohort if group.real else "Never"
         if reclaim != "Never":
             for m in group.members:
+                if m is cq:
+                    continue
                 borrowed = m.usage.get(fr, 0) - m.nominal.get(fr, 0)
-                if borrowed <= 0 or m is cq:
+                if borrowed <= 0:
                     continue
                 # Evicting stops once a queue is back within nominal, but its last victim may take it below.
                 sizes = m.sizes[fr]
@@ -105,12 +109,12 @@ class Preemptor(QuotaBook):
         # admitted.
         return lambda w: (w.state != EVICTING, w.queue == cq.name, w.priority, -w.admit_t, w.seq)
 
-    def _targets(self, cq: CQ, job: Job, fr: tuple[str, str]) -> list[Target]:
+    def _targets(self, cq: CQ, job: Job, fr: tuple[str, str], available: int | None = None) -> list[Target]:
         spec = cq.spec
         reclaim = spec.reclaim_within_cohort if cq.group.real else "Never"
         if spec.within_cluster_queue == "Never" and reclaim == "Never":
             return []
-        short = self._shortfall(cq, job, fr)
+        short = self._shortfall(cq, job, fr, available)
         self._last_short = Shortfall(job, fr, short)
         if short:
             return []

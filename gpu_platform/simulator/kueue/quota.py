@@ -70,7 +70,7 @@ class CQ:
         self.frs: dict[tuple, list[tuple[str, str]]] = {}
         self.sticky: Job | None = None  # a head waiting for its preemption targets to go (kueue#7157)
         self.potential: dict[tuple[str, str], int] = {}
-        self.wake: dict[tuple[str, str], int] | None = None  # see _wake
+        self.wake: dict[tuple[str, str], int] | None = None  # see KueueScheduler._nominate
         self.sizes: dict[tuple[str, str], dict[int, int]] = {fr: {} for fr in spec.quotas}  # admitted job sizes
 
 
@@ -98,16 +98,20 @@ class QuotaBook:
 
     def available(self, cq: CQ, fr: tuple[str, str]) -> int:
         """What `cq` can still take of `fr`: its unlent quota, plus what the cohort has free within limits."""
+        # The hottest function of a run: comparisons rather than max()/min() calls.
         usage = cq.usage[fr]
         group = cq.group
         if not group.real:
             return cq.nominal[fr] - usage
         guaranteed = cq.guar[fr]
-        local = max(0, guaranteed - usage)
         parent = group.lendable[fr] - group.usage[fr]
         limit = cq.bl[fr]
-        if limit is not None:
-            parent = min(cq.nominal[fr] - guaranteed - max(0, usage - guaranteed) + limit, parent)
+        if usage < guaranteed:
+            local, reach = guaranteed - usage, cq.nominal[fr] - guaranteed
+        else:
+            local, reach = 0, cq.nominal[fr] - usage
+        if limit is not None and reach + limit < parent:
+            parent = reach + limit
         return local + parent
 
     def potential(self, cq: CQ, fr: tuple[str, str]) -> int:
@@ -129,8 +133,8 @@ class QuotaBook:
         usage = cq.usage[fr]
         group = cq.group
         if group.real:
-            guaranteed = cq.guar[fr]
-            group.usage[fr] += max(0, usage + delta - guaranteed) - max(0, usage - guaranteed)
+            above, after = usage - cq.guar[fr], usage + delta - cq.guar[fr]
+            group.usage[fr] += (after if after > 0 else 0) - (above if above > 0 else 0)
         cq.usage[fr] = usage + delta
 
     def _use(self, cq: CQ, fr: tuple[str, str], delta: int, priority: int) -> None:
