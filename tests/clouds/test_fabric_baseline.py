@@ -18,6 +18,7 @@ from policy_fixtures import ids, run
 from support.cel_policy import refused
 from support.fabric import REFUSED, TCPX, good_pod
 from support.paths import ROOT
+from support.plans import shared_plan
 from support.policy import base_plan, only_rule_fails
 from support.stacks import by_name, stack_config
 
@@ -29,7 +30,7 @@ BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyB
 
 @pytest.fixture(scope="module")
 def plan():
-    return plan_stack("gcp-prod")
+    return shared_plan("gcp-prod")
 
 
 @pytest.fixture(scope="module")
