@@ -2,8 +2,8 @@
 (`teams[].podSecurity: fabric-sidecar`; GKE GPUDirect's is the receive-datapath manager, RxDM).
 
 Such a sidecar mounts host directories and adds capabilities (GKE's RxDM: /sys, /proc/sys and NET_ADMIN), and the
-workload mounts host paths too (GKE's: the node's NCCL plugin directory). Pod Security admission has no per-container exception:
-its only level admitting that is `privileged`, which would admit anything. So such a team's namespace enforces
+workload mounts host paths too (GKE's: the node's NCCL plugin directory). Pod Security admission has no
+per-container exception: its only level admitting that is `privileged`, which would admit anything. So such a team's namespace enforces
 `privileged` (and says why in a label) and this ValidatingAdmissionPolicy, bound to that namespace only, does the
 baseline checks itself (Kubernetes "Pod Security Standards", baseline profile) with one allowance: a container
 whose image and command are exactly a fabric's documented sidecar may add the sidecar's capabilities and mount its
