@@ -166,6 +166,8 @@ _GKE_LIB = "/usr/local/nvidia/lib64"  # where pods mount the node's /home/kubern
 _TCPX_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9"
 _TCPXO_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1"
 _GPUDIRECT_ALL_REDUCE = "/third_party/nccl-tests-mpi/build/all_reduce_perf"
+_NCCL_LIBRARIES = ("libraries", "/home/kubernetes/bin/nvidia/lib64", _GKE_LIB)  # the node's NCCL plugin, in pods
+_RXDM_HOST_SYSFS = (("sys", "/sys", "/hostsysfs"), ("proc-sys", "/proc/sys", "/hostprocsysfs"))  # NIC set-up
 
 
 def _installer():
@@ -199,10 +201,9 @@ _TCPX_DIRECT = GpuDirect(
                   # Upstream's YAML passes the quotes and backslashes literally; kept byte for byte.
                   '\\"--verbose 128 2 0 \\"'),
     rxdm_capabilities=("NET_ADMIN",),
-    rxdm_volumes=(("libraries", "/home/kubernetes/bin/nvidia/lib64", _GKE_LIB), ("tcpx-socket", "", "/run/tcpx"),
-                  ("sys", "/sys", "/hostsysfs"), ("proc-sys", "/proc/sys", "/hostprocsysfs")),
+    rxdm_volumes=(_NCCL_LIBRARIES, ("tcpx-socket", "", "/run/tcpx"), *_RXDM_HOST_SYSFS),
     # NCCL reaches the RxDM through its Unix socket in the shared emptyDir, mounted at /tmp as upstream does.
-    workload_volumes=(("libraries", "/home/kubernetes/bin/nvidia/lib64", _GKE_LIB), ("tcpx-socket", "", "/tmp")),
+    workload_volumes=(_NCCL_LIBRARIES, ("tcpx-socket", "", "/tmp")),
     extra_devices=(),
     mtu=8244, subnet_offset=0)
 
@@ -215,10 +216,8 @@ _TCPXO_DIRECT = GpuDirect(
     rxdm_command=("/bin/sh", "-c", "set -ex\nchmod 755 /fts/entrypoint_rxdm_container.sh\n"
                   "/fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr"),
     rxdm_capabilities=("NET_ADMIN", "NET_BIND_SERVICE"),
-    rxdm_volumes=(("nvidia-install-dir-host", "/home/kubernetes/bin/nvidia", "/usr/local/nvidia"),
-                  ("sys", "/sys", "/hostsysfs"), ("proc-sys", "/proc/sys", "/hostprocsysfs")),
-    workload_volumes=(("libraries", "/home/kubernetes/bin/nvidia/lib64", _GKE_LIB),
-                      ("aperture-devices", "/dev/aperture_devices", "/dev/aperture_devices")),
+    rxdm_volumes=(("nvidia-install-dir-host", "/home/kubernetes/bin/nvidia", "/usr/local/nvidia"), *_RXDM_HOST_SYSFS),
+    workload_volumes=(_NCCL_LIBRARIES, ("aperture-devices", "/dev/aperture_devices", "/dev/aperture_devices")),
     extra_devices=("/dev/dmabuf_import_helper",),
     mtu=8244, subnet_offset=64, llcm=True)
 
