@@ -2,12 +2,18 @@
 from __future__ import annotations
 
 import copy
+from functools import lru_cache
 
+import kubernetes_validate.utils
 import pytest
 
 from support.cluster import cluster  # noqa: F401  (fixtures shared across test modules)
 from support.paths import BASE_RAW
 from support.policy import oci_plan  # noqa: F401  (fixtures shared across test modules)
+
+# kubernetes_validate.validate re-reads and re-parses its JSON schema files (the definitions file alone is
+# megabytes) on every call; they are the installed package's files and never change, so each is read once a session.
+kubernetes_validate.utils.schema_contents = lru_cache(maxsize=None)(kubernetes_validate.utils.schema_contents)
 
 
 @pytest.fixture

@@ -139,9 +139,12 @@ class Fabric:
     # The NCCL test image with this fabric's transport (GKE GPUDirect's is its NCCL plugin installer image, which
     # carries nccl-tests built against the plugin); None: the cloud's own (CloudProfile.nccl_test).
     nccl_test: NcclTestImage | None = None
-    # A fabric without a device plugin (resource and chart empty) reaches pods another way: on GKE through
-    # multi-networking and a receive-datapath sidecar (gpudirect).
-    gpudirect: "GpuDirect | None" = None
+    # A fabric without a device plugin (resource and chart empty) reaches pods another way, which its cloud package
+    # keeps to itself; what the rest of the platform must know of it: the sidecar its pods run beside the workload
+    # (admitted by teams[].podSecurity fabric-sidecar), and how many nodes its pools' compact placement keeps close
+    # together (0: its pools get none).
+    pod_sidecar: "PodSidecar | None" = None
+    placement_max_nodes: int = 0
     # What a pod using all of a node's NICs of such a fabric adds, a pure function of its cloud package:
     # (fabric, gpus, nics) -> {"annotations", "sidecar", "volumes", "mounts"} (the NCCL test builds its pods with it).
     workload_pod: "Callable[[Fabric, int, int], dict[str, Any]] | None" = None
@@ -152,27 +155,16 @@ class Fabric:
 
 
 @dataclass(frozen=True)
-class GpuDirect:
-    """GKE GPUDirect-TCPX/TCPXO: one extra VPC per GPU NIC, the NCCL plugin installer, the NRI device injector and
-    the receive-datapath manager (RxDM) sidecar every pod using the NICs runs (GKE "Maximize GPU network bandwidth
-    with GPUDirect and multi-networking", GoogleCloudPlatform/container-engine-accelerators gpudirect-tcpx(o))."""
+class PodSidecar:
+    """The container every pod using a fabric's NICs runs beside its workload, and what it needs beyond the Pod Security
+    baseline: exactly this image and command may add these capabilities and mount these host paths, and the pod's
+    other containers may mount the workload host paths (tenancy/fabric_baseline.py admits exactly this)."""
 
-    installer: str  # DaemonSet name of the NCCL plugin installer, in kube-system
-    installer_image: str  # pinned NCCL plugin image; it also carries the nccl-tests the smoke test runs
-    accelerator: str  # cloud.google.com/gke-accelerator value the upstream installer selects
-    rxdm_image: str  # pinned RxDM image matching the plugin version
-    rxdm_container: str  # sidecar container name (the NRI annotation devices.gke.io/container.<name> names it)
-    rxdm_command: tuple[str, ...]
-    rxdm_capabilities: tuple[str, ...]
-    rxdm_volumes: tuple[tuple[str, str, str], ...]  # (volume, hostPath, mountPath in the sidecar)
-    workload_volumes: tuple[tuple[str, str, str], ...]  # (volume, hostPath or "" for emptyDir, mountPath in NCCL pods)
-    extra_devices: tuple[str, ...]  # device nodes the sidecar needs besides /dev/nvidia*
-    mtu: int  # of every GPU NIC VPC
-    subnet_offset: int  # third octet where this fabric's /20 GPU NIC subnets start in 192.168.0.0/16
-    # TCPXO's low-latency control messages need the NICs' aperture devices exposed on the host first.
-    llcm: bool = False
-    # Compact placement (GKE compact-placement): nodes of one pool close together in one zone, up to this many.
-    placement_max_nodes: int = 150
+    image: str
+    command: tuple[str, ...]
+    capabilities: tuple[str, ...]
+    host_paths: tuple[str, ...]  # the sidecar's hostPath volumes
+    workload_host_paths: tuple[str, ...]  # the workload containers' (read-only, except device directories)
 
 
 def writable_host_path(host_path: str) -> bool:

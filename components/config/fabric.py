@@ -67,10 +67,10 @@ def read_fabric(sec: Section, instance, workload: str | None, prof: CloudProfile
 def _placement_warning(sec: Section, prof: CloudProfile, fabric: str, max_nodes: int | None,
                        problems: Problems) -> None:
     """Fabric pools get compact placement; past the cloud's compact size the pool may not get all its nodes."""
-    gpudirect = prof.fabrics[fabric].gpudirect if fabric in prof.fabrics else None
-    if gpudirect and max_nodes is not None and max_nodes > gpudirect.placement_max_nodes:
+    placed = prof.fabrics[fabric].placement_max_nodes if fabric in prof.fabrics else 0
+    if placed and max_nodes is not None and max_nodes > placed:
         problems.warn(sec.at("maxNodes"), f"{fabric} pools get {prof.service} compact placement, which places at "
-                                          f"most {gpudirect.placement_max_nodes} nodes close together; past that "
+                                          f"most {placed} nodes close together; past that "
                                           f"scale-ups may fail: split the pool or lower maxNodes")
 
 
@@ -137,14 +137,6 @@ def fabric_extras_checks(extras: dict[str, Any], adopted: bool, items: list[Any]
             if key not in extras:
                 problems.add(join(join("gpuPools", index[pool.name]), "fabric"),
                              f"{pool.fabric} needs cluster.{prof.name}.{key} ({prof.extras[key].doc})")
-
-
-def nic_counts(config: PlatformConfig) -> dict[str, int]:
-    """GPU NICs per GPUDirect fabric the pools use, by fabric name (each fabric is one machine type's): the NIC VPCs
-    the cluster creates and the Network objects inside it."""
-    fabrics = profile(config.cloud).fabrics
-    return dict(sorted({p.fabric: p.instance.fabric_interfaces for p in config.gpu_pools
-                        if p.fabric in fabrics and fabrics[p.fabric].gpudirect}.items()))
 
 
 def fabric_resources(config: PlatformConfig) -> list[str]:

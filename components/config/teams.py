@@ -294,7 +294,7 @@ def fabric_pod_security(pool_items: list[Any], pools: list[GpuPool], teams: list
     """A pool whose fabric's pods need a looser Pod Security level than every team with quota on it enforces: the
     fabric is built, and no team's pods can use it."""
     index = name_index(pool_items)
-    sidecar_pools = {p.name for p in pools if (f := prof.fabrics.get(p.fabric)) and f.gpudirect}
+    sidecar_pools = {p.name for p in pools if (f := prof.fabrics.get(p.fabric)) and f.pod_sidecar}
     for i, team in enumerate(teams):
         # The exception is the fabric's sidecar: without such a pool there is nothing to except.
         if team.pod_security == FABRIC_SIDECAR and not sidecar_pools & set(team.quotas):

@@ -1,15 +1,15 @@
-"""Pod Security baseline with exactly one exception, for teams whose pods use GKE GPUDirect (`teams[].podSecurity:
-fabric-sidecar`).
+"""Pod Security baseline with exactly one exception, for teams whose pods use a fabric whose pods run a sidecar
+(`teams[].podSecurity: fabric-sidecar`; GKE GPUDirect's is the receive-datapath manager, RxDM).
 
-A GPUDirect pod runs the receive-datapath (RxDM) sidecar, which mounts host /sys and /proc/sys and adds NET_ADMIN,
-and its workload mounts the node's NCCL plugin directory. Pod Security admission has no per-container exception:
-its only level admitting that is `privileged`, which would admit anything. So such a team's namespace enforces
+Such a sidecar mounts host directories and adds capabilities (GKE's RxDM: /sys, /proc/sys and NET_ADMIN), and the
+workload mounts host paths too (GKE's: the node's NCCL plugin directory). Pod Security admission has no
+per-container exception: its only level admitting that is `privileged`, which would admit anything. So such a team's namespace enforces
 `privileged` (and says why in a label) and this ValidatingAdmissionPolicy, bound to that namespace only, does the
 baseline checks itself (Kubernetes "Pod Security Standards", baseline profile) with one allowance: a container
 whose image and command are exactly a fabric's documented sidecar may add the sidecar's capabilities and mount its
 host paths, and other containers may mount the fabric's documented workload host paths (read-only, except device
-directories). The sidecar's facts are read from the cloud profile's `GpuDirect` (the same ones
-its cloud package's workload_pod builds pods from), so they have one source.
+directories). The sidecar's facts are read from the fabric record's `pod_sidecar`, which its cloud package derives
+from the same facts its workload_pod builds pods from, so they have one source.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any
 import pulumi
 
 from components.clouds import profile
-from components.clouds.facts import GpuDirect, writable_host_path
+from components.clouds.facts import PodSidecar, writable_host_path
 from components.config.model import PlatformConfig, Team
 from components.tenancy.deny_policy import deny_policy
 
@@ -43,14 +43,14 @@ def policy_name(team: str) -> str:
     return f"{POLICY_PREFIX}-{team}"
 
 
-def team_sidecars(config: PlatformConfig, team: Team) -> list[GpuDirect]:
-    """The GPUDirect fabrics of the pools the team has quota on, in pool order."""
+def team_sidecars(config: PlatformConfig, team: Team) -> list[PodSidecar]:
+    """The sidecars of the fabrics of the pools the team has quota on, in pool order."""
     fabrics = profile(config.cloud).fabrics
-    found: dict[str, GpuDirect] = {}
+    found: dict[str, PodSidecar] = {}
     for pool in config.gpu_pools:
         fabric = fabrics.get(pool.fabric)
-        if pool.name in team.quotas and fabric and fabric.gpudirect:
-            found.setdefault(fabric.name, fabric.gpudirect)
+        if pool.name in team.quotas and fabric and fabric.pod_sidecar:
+            found.setdefault(fabric.name, fabric.pod_sidecar)
     return list(found.values())
 
 
@@ -58,15 +58,15 @@ def _lit(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _sidecar_table(sidecars: list[GpuDirect]) -> list[dict[str, Any]]:
+def _sidecar_table(sidecars: list[PodSidecar]) -> list[dict[str, Any]]:
     # The API server's CEL checks a map literal's values share one type, so the image is a one-element list too.
-    return [{"image": [s.rxdm_image], "command": list(s.rxdm_command), "caps": list(s.rxdm_capabilities),
-             "hostPaths": sorted({host for _, host, _ in s.rxdm_volumes if host})} for s in sidecars]
+    return [{"image": [s.image], "command": list(s.command), "caps": list(s.capabilities),
+             "hostPaths": sorted(set(s.host_paths))} for s in sidecars]
 
 
-def _workload_paths(sidecars: list[GpuDirect]) -> tuple[list[str], list[str]]:
+def _workload_paths(sidecars: list[PodSidecar]) -> tuple[list[str], list[str]]:
     """Host paths workload containers may mount: read-only ones, and device directories (written through mmap)."""
-    paths = {host for s in sidecars for _, host, _ in s.workload_volumes if host}
+    paths = {host for s in sidecars for host in s.workload_host_paths}
     return sorted(p for p in paths if not writable_host_path(p)), sorted(p for p in paths if writable_host_path(p))
 
 
@@ -81,7 +81,7 @@ def _unset_or(path: str, expr: str, root: str = "c") -> str:
     return f"(!({guards}) || {expr})"
 
 
-def baseline_rules(sidecars: list[GpuDirect]) -> dict[str, Any]:
+def baseline_rules(sidecars: list[PodSidecar]) -> dict[str, Any]:
     """The policy spec: variables, then one validation per baseline control, each with its own message."""
     read_only, devices = _workload_paths(sidecars)
     all_paths = sorted({*read_only, *devices, *(p for s in _sidecar_table(sidecars) for p in s["hostPaths"])})

@@ -2,6 +2,7 @@
 `teams[2].quotas`), else the nearest enclosing key or list item, else the file's first line."""
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -36,7 +37,10 @@ class StackFile:
         self.lines: dict[str, int] = {}
         self.items: dict[str, dict[str, int]] = {}  # list key -> item name -> index
         try:
-            root = yaml.compose(decode(Path(path).read_bytes()))  # decoded as the config reader does (UTF-16 too)
+            text = decode(Path(path).read_bytes())  # decoded as the config reader does (UTF-16 too)
+            if _no_config_section(text):
+                return
+            root = yaml.compose(text)
         except (OSError, ReadError, yaml.YAMLError):
             return
         config = _child(root, "config")
@@ -96,6 +100,16 @@ class StackFile:
         if match:
             return self.at(match.group(0))
         return self.at(config_key)
+
+
+def _no_config_section(text: str) -> bool:
+    """Whether `text` is JSON whose top level has no `config` key, as a plan file (`plan --format json`): nothing
+    to find lines in. Composing a plan's thousands of lines with PyYAML took four fifths of `check --plan`."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return not (isinstance(document, dict) and "config" in document)
 
 
 def _child(node, key: str):

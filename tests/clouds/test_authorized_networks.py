@@ -12,6 +12,8 @@ from gpu_platform.cli import main
 from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import PROJECT_ROOT, read_stack_config
 
+from support.plans import shared_plan
+
 OFFICE = ["203.0.113.0/24", "198.51.100.7/32"]
 
 
@@ -117,9 +119,9 @@ def test_eks_public_endpoint_is_limited_to_the_networks():
 
 
 def test_eks_private_endpoint_names_no_cidrs_and_the_dev_stack_lists_its_networks():
-    cluster, = plan_stack("aws-prod").of_type("aws:eks/cluster:Cluster")
+    cluster, = shared_plan("aws-prod").of_type("aws:eks/cluster:Cluster")
     assert "publicAccessCidrs" not in cluster.inputs["vpcConfig"]
-    cluster, = plan_stack("aws-dev").of_type("aws:eks/cluster:Cluster")
+    cluster, = shared_plan("aws-dev").of_type("aws:eks/cluster:Cluster")
     assert cluster.inputs["vpcConfig"]["publicAccessCidrs"] == ["203.0.113.0/24"]
 
 
@@ -131,7 +133,7 @@ def test_aks_public_endpoint_is_limited_to_the_networks():
 
 
 def test_aks_private_endpoint_names_no_ranges():
-    cluster, = plan_stack("azure-prod").of_type("azure-native:containerservice:ManagedCluster")
+    cluster, = shared_plan("azure-prod").of_type("azure-native:containerservice:ManagedCluster")
     assert cluster.inputs["apiServerAccessProfile"] == {"enablePrivateCluster": True}
 
 
@@ -213,7 +215,7 @@ def test_an_exemption_that_does_not_cover_the_cluster_leaves_the_error(raw, poli
 def test_the_exempted_name_is_the_planned_cluster_resource(stack):
     # Validation honours exemptions naming `<cluster>-<CloudProfile.cluster_resource_suffix>`: the name `check`
     # reports the cluster's GPU011 finding on.
-    plan = plan_stack(stack)
+    plan = shared_plan(stack)
     config = plan.config
     names = {r.name for r in plan.resources if r.custom and r.type.split(":")[0] in ("aws", "azure-native", "gcp", "oci")}
     assert f"{config.cluster.name}-{profile(config.cloud).cluster_resource_suffix}" in names

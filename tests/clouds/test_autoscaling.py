@@ -21,10 +21,10 @@ from components.clouds.base import PlatformCluster
 from components.config import ConfigError, validate
 from components.config.capacity import GPU_RESOURCE, mig_strategy, pool_units
 from components.context import Context
-from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config
 
 from support.paths import ROOT, STACKS
+from support.plans import shared_plan
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 GPU_FLAGS = {
@@ -40,7 +40,7 @@ GPU_FLAGS = {
 
 @pytest.fixture(scope="module")
 def plans():
-    return {stack: plan_stack(stack) for stack in ("oci-prod", "aws-prod", "azure-prod", "gcp-dev")}
+    return {stack: shared_plan(stack) for stack in ("oci-prod", "aws-prod", "azure-prod", "gcp-dev")}
 
 
 def stack_config(stack: str):

@@ -14,6 +14,7 @@ from gpu_platform.engine.plan import validate_stack
 from gpu_platform.engine.replacements import replace_paths, value_at
 
 from support.fabric import errors, one
+from support.plans import shared_plan
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -34,7 +35,7 @@ def pools(*items):
 
 @pytest.fixture(scope="module")
 def prod():
-    return plan_stack("aws-prod")
+    return shared_plan("aws-prod")
 
 
 # --- catalog and config -------------------------------------------------------------------------------------------

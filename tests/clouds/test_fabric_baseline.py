@@ -18,6 +18,7 @@ from policy_fixtures import ids, run
 from support.cel_policy import refused
 from support.fabric import REFUSED, TCPX, good_pod
 from support.paths import ROOT
+from support.plans import shared_plan
 from support.policy import base_plan, only_rule_fails
 from support.stacks import by_name, stack_config
 
@@ -29,7 +30,7 @@ BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyB
 
 @pytest.fixture(scope="module")
 def plan():
-    return plan_stack("gcp-prod")
+    return shared_plan("gcp-prod")
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +58,8 @@ def test_one_changed_field_is_refused_by_its_control(spec, change, control):
 
 def test_the_policy_reads_the_one_sidecar_source(spec):
     table = next(v["expression"] for v in spec["variables"] if v["name"] == "sidecars")
-    direct = TCPX.gpudirect
-    assert direct.rxdm_image in table and all(c in table for c in direct.rxdm_capabilities)
+    sidecar = TCPX.pod_sidecar
+    assert sidecar.image in table and all(c in table for c in sidecar.capabilities)
     assert '"/sys"' in table and '"/proc/sys"' in table
 
 

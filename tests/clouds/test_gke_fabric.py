@@ -85,7 +85,8 @@ def test_nccl_environment_names_exactly_the_catalogued_nics():
         assert [i["interfaceName"] for i in gcp_facts.pod_interfaces(fabric.name, nics)] == [
             f"eth{i}" for i in range(nics + 1)]
         assert not fabric.resource and not fabric.chart  # no device plugin: multi-networking instead
-        for image in (fabric.gpudirect.installer_image, fabric.gpudirect.rxdm_image):
+        direct = gcp_facts.GPUDIRECT[fabric.name]
+        for image in (direct.installer_image, direct.rxdm_image):
             assert image.startswith("us-docker.pkg.dev/gce-ai-infra/") and ":latest" not in image
 
 
@@ -227,7 +228,7 @@ def test_installer_and_injector_are_valid_daemonsets_on_the_fabric_pools_only(me
     installer = sets["nccl-tcpxo-installer"]["spec"]["template"]["spec"]
     assert installer["nodeSelector"] == {"gpu-platform.io/fabric": "gpudirect-tcpxo"}
     assert [c["name"] for c in installer["initContainers"]] == ["pre-installation", "nccl-tcpxo-installer"]
-    assert installer["initContainers"][1]["image"] == TCPXO.gpudirect.installer_image
+    assert installer["initContainers"][1]["image"] == gcp_facts.GPUDIRECT[TCPXO.name].installer_image
     assert "cp -r /var/lib/tcpxo/lib64/. /usr/local/nvidia/lib64" in installer["initContainers"][1]["args"][0]
     assert {v["hostPath"]["path"] for v in installer["volumes"]} == {"/var/lib", "/home/kubernetes/bin"}
     injector = sets["device-injector"]["spec"]["template"]["spec"]["containers"][0]
@@ -257,7 +258,7 @@ def test_nccl_test_uses_the_gpu_nics(machine, fabric):
     config = validate_stack("gcp-prod", config_overrides=pools({"name": "h100", "instanceType": machine,
                                                                "maxNodes": 4}))[3]
     pool, team = config.gpu_pools[0], config.teams[0]
-    nics = pool.instance.fabric_interfaces
+    nics, direct = pool.instance.fabric_interfaces, gcp_facts.GPUDIRECT[fabric.name]
     objects = nccl_manifest.manifest(config, pool, 3, team, ("private", "public"))
     for obj in objects:
         kubernetes_validate.validate(obj, DEFAULT_KUBERNETES_VERSION, strict=True)
@@ -267,18 +268,18 @@ def test_nccl_test_uses_the_gpu_nics(machine, fabric):
     assert interfaces[0] == {"interfaceName": "eth0", "network": "default"}
     assert [i["network"] for i in interfaces[1:]] == [gcp_facts.network_name(fabric.name, i) for i in range(nics)]
     assert annotations["networking.gke.io/default-interface"] == "eth0"
-    devices = [d["path"] for d in yaml.safe_load(annotations[f"devices.gke.io/container.{fabric.gpudirect.rxdm_container}"])]
+    devices = [d["path"] for d in yaml.safe_load(annotations[f"devices.gke.io/container.{direct.rxdm_container}"])]
     assert devices[:8] == [f"/dev/nvidia{i}" for i in range(8)] and "/dev/nvidiactl" in devices
     assert ("/dev/dmabuf_import_helper" in devices) == (fabric is TCPXO)
     spec = template["spec"]
     (sidecar,) = spec["initContainers"]
-    assert sidecar["name"] == fabric.gpudirect.rxdm_container and sidecar["restartPolicy"] == "Always"
-    assert sidecar["image"] == fabric.gpudirect.rxdm_image
+    assert sidecar["name"] == direct.rxdm_container and sidecar["restartPolicy"] == "Always"
+    assert sidecar["image"] == direct.rxdm_image
     assert "NET_ADMIN" in sidecar["securityContext"]["capabilities"]["add"]
     volumes = {v["name"] for v in spec["volumes"]}
     assert {m["name"] for m in sidecar["volumeMounts"]} <= volumes
     (nccl,) = spec["containers"]
-    assert nccl["image"] == fabric.gpudirect.installer_image
+    assert nccl["image"] == direct.installer_image
     assert {m["name"] for m in nccl["volumeMounts"]} <= volumes
     # Read-only: the node's NCCL plugin is shared by every pod on it (the team's admission policy requires it).
     assert {"name": "libraries", "mountPath": "/usr/local/nvidia/lib64", "readOnly": True} in nccl["volumeMounts"]

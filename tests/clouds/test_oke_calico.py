@@ -8,12 +8,12 @@ import pytest
 
 from components.network import calico
 from components.pins import PINS
-from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config
 
 from policy_fixtures import ids, run
 from support.helm import Helm, chart_package, extract_helm
 from support.paths import ROOT, strict_schema, upstream
+from support.plans import shared_plan
 from support.policy import base_plan, only_rule_fails
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -28,7 +28,7 @@ def helm(tmp_path_factory) -> Helm:
 
 @pytest.fixture(scope="module")
 def planned_releases() -> dict[str, dict]:
-    plan = plan_stack("oci-prod")
+    plan = shared_plan("oci-prod")
     return {r.inputs["chart"]: r.inputs for r in plan.resources if r.type == RELEASE}
 
 

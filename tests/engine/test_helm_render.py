@@ -26,7 +26,6 @@ from components.gpu.operator import VOLUME_MOUNT_TOOLKIT_ENV
 from components.pins import PINS
 from components.scheduling.framework_catalog import FRAMEWORKS
 from components.system_pool import SYSTEM_TAINT
-from gpu_platform.engine import plan_stack
 from gpu_platform.engine.mocks import fake_id
 from gpu_platform.engine.plan import read_stack_config, stack_path, validate_stack
 
@@ -34,6 +33,7 @@ from support.clouds import karpenter_cluster
 from support.gke_network_crds import SCHEMAS as GKE_NETWORK_SCHEMAS
 from support.helm import Helm, chart_package, extract_helm, parse
 from support.paths import ROOT, STACKS, UPSTREAM, strict_schema
+from support.plans import shared_plan
 from support.scheduling import with_frameworks
 from support.stacks import with_scheduler
 
@@ -111,8 +111,8 @@ VARIANTS = {
 @pytest.fixture(scope="module")
 def rendered(helm) -> dict[str, tuple[object, dict[str, Rendered]]]:
     """stack (or variant) -> (plan, {chart: rendered release}) for every example stack and VARIANTS."""
-    plans = {stack: plan_stack(stack) for stack in STACKS}
-    plans |= {name: plan_stack(stack, config_overrides=overrides) for name, (stack, overrides) in VARIANTS.items()}
+    plans = {stack: shared_plan(stack) for stack in STACKS}
+    plans |= {name: shared_plan(stack, overrides) for name, (stack, overrides) in VARIANTS.items()}
     return {name: (plan, {r.chart: r for r in (render_release(helm, name, rel) for rel in plan.of_type(RELEASE))})
             for name, plan in plans.items()}
 
@@ -420,7 +420,7 @@ GKE_CASES = [(s, "as-written") for s in STACKS if s.startswith("gcp")] + [("gcp-
 def test_gke_pools_run_exactly_one_device_plugin(stack, driver, helm):
     """GKE-installed driver: GKE's device plugin (it implements gpuPartitionSize and gpuSharingConfig), the operator's
     off. Operator-installed driver: the operator's plugin, GKE's opted out by node label."""
-    plan = plan_stack(stack, config_overrides=gke_operator_driver_overrides(stack) if driver == "operator" else None)
+    plan = shared_plan(stack, gke_operator_driver_overrides(stack) if driver == "operator" else None)
     (release,) = [r for r in plan.of_type(RELEASE) if r.inputs["chart"] == "gpu-operator"]
     policy = next(d for d in render_release(helm, stack, release).docs if d["kind"] == "ClusterPolicy")
     plugins = device_plugins_per_pool(plan, policy)

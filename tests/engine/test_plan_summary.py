@@ -13,11 +13,12 @@ from gpu_platform.engine.plan import Plan, plan_stack
 from gpu_platform.engine.summary import layer_counts, render_summary
 
 from support.paths import ROOT
+from support.plans import shared_plan
 
 
 @pytest.fixture(scope="module")
 def aws_prod() -> Plan:
-    return plan_stack("aws-prod")
+    return shared_plan("aws-prod")
 
 
 def section(text: str, title: str) -> list[str]:
@@ -53,7 +54,7 @@ def test_every_gpu_pool_with_type_gpus_bounds_capacity_sharing_and_driver_owner(
 
 
 def test_a_fabric_on_the_instance_type_but_not_attached_is_shown_unused():
-    rows = {row.split()[0]: row for row in section(render_summary(plan_stack("oci-prod")), "GPU pools:")[1:]}
+    rows = {row.split()[0]: row for row in section(render_summary(shared_plan("oci-prod")), "GPU pools:")[1:]}
     assert "none (rdma unused: not attached)" in rows["h100-train"]  # BM.GPU.H100.8, fabric: none
     assert "unused" not in rows["a10-infer"]  # VM.GPU.A10.2 has no fabric to leave unused
 
@@ -67,7 +68,7 @@ def test_every_team_with_quota_and_queue(aws_prod):
 
 
 def test_volcano_queues_and_operator_driver_owner_are_named():
-    teams = section(render_summary(plan_stack("gcp-dev")), "teams:")
+    teams = section(render_summary(shared_plan("gcp-dev")), "teams:")
     assert len(teams) > 1 and all(row.rstrip().endswith(f"volcano Queue {row.split()[0]}") for row in teams[1:])
     config = {"gpu-platform:gpuPools": [{"name": "a100", "instanceType": "a2-ultragpu-8g", "maxNodes": 2,
                                          "driver": "operator"}],
@@ -89,7 +90,7 @@ UNREACHABLE = {
 
 @pytest.mark.parametrize("stack", sorted(UNREACHABLE))
 def test_unreachable_capacity_per_pool_of_every_example_stack(stack):
-    rows = section(render_summary(plan_stack(stack)), "GPU pools:")
+    rows = section(render_summary(shared_plan(stack)), "GPU pools:")
     start = rows[0].index("unreachable GPUs")
     assert {row.split()[0]: row[start:].strip() for row in rows[1:]} == UNREACHABLE[stack]
 

@@ -18,10 +18,10 @@ from components.gpu.layer import gpu_resources, gpu_resources_at_max
 from components.gpu.mig import mig_parted_config
 from components.config.operands import node_labels, operator_mig, operator_shared
 from components.gpu.operator import operator_values
-from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config, stack_path
 
 from support.paths import STACKS
+from support.plans import shared_plan
 
 OPERATOR = "gpu-platform:gpu:GpuOperator"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -51,9 +51,9 @@ def plans():
     """(stack, kind) -> (plan, validated config): each example stack planned once as written and once adopted."""
     result = {}
     for stack in STACKS:
-        result[(stack, "adopted")] = (plan_stack(stack, config_overrides=adopt(stack)), validated(stack, adopt(stack)))
+        result[(stack, "adopted")] = (shared_plan(stack, adopt(stack)), validated(stack, adopt(stack)))
         if cloud_module_present(stack):
-            result[(stack, "created")] = (plan_stack(stack), validated(stack))
+            result[(stack, "created")] = (shared_plan(stack), validated(stack))
     return result
 
 

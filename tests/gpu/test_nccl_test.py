@@ -9,6 +9,7 @@ import yaml
 from components.config.labels import pool_taints
 from components.clouds import PROFILES, profile
 from components.clouds.facts import DEFAULT_KUBERNETES_VERSION
+from components.clouds.gcp.facts import GPUDIRECT
 from gpu_platform.cli import main
 from gpu_platform.engine.plan import validate_stack
 from gpu_platform import nccl_manifest
@@ -69,8 +70,7 @@ def test_manifest_is_valid_kubernetes_on_the_pools_nodes(stack, pool_name, capsy
     assert pod["tolerations"] == [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
                                   for t in pool_taints(pool, prof)]
     container = pod["containers"][0]
-    fabric = prof.fabrics.get(pool.fabric)
-    direct = fabric.gpudirect if fabric else None
+    direct = GPUDIRECT.get(pool.fabric)
     image = container["image"]
     assert image.startswith(REGISTRIES[config.cloud]) and ":latest" not in image
     if direct:  # Google's installer image carries nccl-tests built against the plugin it installs

@@ -14,6 +14,7 @@ from gpu_platform.engine import plan_stack
 
 from support.clouds import EXISTING, MIXED
 from support.paths import STACKS
+from support.plans import shared_plan
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -43,10 +44,10 @@ TEAMS = [
 def plans(tmp_path_factory):
     path = tmp_path_factory.mktemp("stacks") / "Pulumi.aws-lab.yaml"
     path.write_text(EXISTING)
-    found = {stack: plan_stack(stack) for stack in STACKS if stack.startswith("aws-")}
+    found = {stack: shared_plan(stack) for stack in STACKS if stack.startswith("aws-")}
     found["aws-lab"] = plan_stack(file=path)
-    found["aws-mixed"] = plan_stack("aws-prod", config_overrides=MIXED)
-    found["aws-teams"] = plan_stack("aws-prod", config_overrides={"gpu-platform:teams": TEAMS})
+    found["aws-mixed"] = shared_plan("aws-prod", MIXED)
+    found["aws-teams"] = shared_plan("aws-prod", {"gpu-platform:teams": TEAMS})
     return found
 
 

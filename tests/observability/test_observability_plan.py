@@ -18,10 +18,10 @@ from components.observability import dashboard as dash
 from components.observability.prometheus import CHART_VERSION
 from components.observability.reclaimer.component import IMAGE, SCRIPT
 from components.observability.rules import alert_groups, record_names, recording_groups
-from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config, stack_path
 
 from support.paths import ROOT, STACKS, strict_schema, upstream
+from support.plans import shared_plan
 
 RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
@@ -69,7 +69,7 @@ def plans():
     result = {}
     for name, overrides in variants.items():
         stack = name.split("+")[0]
-        result[name] = (plan_stack(stack, config_overrides=overrides), validated(stack, overrides))
+        result[name] = (shared_plan(stack, overrides), validated(stack, overrides))
     return result
 
 

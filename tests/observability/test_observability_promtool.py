@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import read_stack_config, stack_path
 
 from support.paths import ROOT, STACKS
+from support.plans import shared_plan
 
 PROMTOOL_TESTS = sorted((ROOT / "tests" / "promtool").glob("*.yml"))
 RULE_TYPE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
@@ -48,7 +48,7 @@ def recording_first(groups: list[dict]) -> list[dict]:
 @pytest.fixture(scope="module")
 def planned_groups() -> dict[str, list[dict]]:
     """Stack -> every rule group of every PrometheusRule in its plan, recording groups first."""
-    return {stack: recording_first([group for rule in plan_stack(stack, config_overrides=adopt(stack)).of_type(
+    return {stack: recording_first([group for rule in shared_plan(stack, adopt(stack)).of_type(
         RULE_TYPE) for group in rule.inputs["spec"]["groups"]]) for stack in STACKS}
 
 

@@ -13,6 +13,7 @@ from policies import context
 from policies.exemptions import Policy
 from policies.rules import RULES
 from policy_fixtures import TODAY
+from support.plans import shared_plan
 
 # Rules whose subject (GPU node pools, the API endpoint, the CNI) an adopted cluster keeps outside the plan.
 OUTSIDE = {"GPU001", "GPU004", "GPU005", "GPU006", "GPU007", "GPU008", "GPU009", "GPU011", "GPU016", "GPU019"}
@@ -52,7 +53,7 @@ def test_an_adopted_development_cluster_has_no_production_endpoint_rule():
 
 @pytest.mark.parametrize("stack", ["aws-prod", "oci-prod"])
 def test_a_created_cluster_decides_every_rule_it_has_a_subject_for(stack):
-    report = evaluate(plan := plan_stack(stack), context.build(plan.config.environment, Policy(), TODAY), RULES)
+    report = evaluate(plan := shared_plan(stack), context.build(plan.config.environment, Policy(), TODAY), RULES)
     assert not [n for n in report.notes if n.kind == "unknown"]
 
 

@@ -9,7 +9,6 @@ from datetime import timedelta
 import pytest
 
 from gpu_platform.cli import main
-from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import Plan
 from gpu_platform.policy.runner import evaluate, policy_resources
 from policies import context
@@ -18,6 +17,7 @@ from policies.exemptions import Exemption, Policy
 from policies.rules import BY_ID
 
 from policy_fixtures import TODAY, UNKNOWN, ids, inputs, load, notes, resource, run
+from support.plans import shared_plan
 from support.policy import exempted, oci_plan, second_team_on_time_sliced_pool
 
 QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
@@ -116,7 +116,7 @@ def test_recorded_environment_is_read_from_the_plan_and_strict_when_missing_or_c
 
 
 def test_the_program_records_its_environment():
-    dev = plan_stack("aws-dev")
+    dev = shared_plan("aws-dev")
     (facts,) = dev.of_type(STACK_FACTS)
     assert facts.inputs == {"environment": "development"}
     assert context.recorded_environments(policy_resources(dev.resources)) == {"development"}

@@ -5,12 +5,13 @@ import base64
 
 import pytest
 
-from gpu_platform.engine import plan_stack
 from gpu_platform.policy.runner import evaluate
 from policies import context
 from components.config.model import Policy
 from policies.rules import BY_ID
 from policies.taints import Taint, kubelet_taints, taint_from_string, tolerates
+
+from support.plans import shared_plan
 
 NODE_POOLS = {"azure-prod": "azure-native:containerservice:AgentPool", "gcp-prod": "gcp:container/nodePool:NodePool",
               "oci-prod": "oci:ContainerEngine/nodePool:NodePool"}
@@ -18,7 +19,7 @@ NODE_POOLS = {"azure-prod": "azure-native:containerservice:AgentPool", "gcp-prod
 
 @pytest.fixture(scope="module")
 def plans():
-    return {stack: plan_stack(stack) for stack in NODE_POOLS}
+    return {stack: shared_plan(stack) for stack in NODE_POOLS}
 
 
 def gpu_node_pool(plan, stack):

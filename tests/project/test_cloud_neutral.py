@@ -4,7 +4,8 @@ registry instead.
 
 What is checked, read with `ast` from every module: the identifiers the code defines or uses (names, attributes,
 functions, classes, arguments, keywords) and every module path it imports, each split into words (`_`, `.` and
-camelCase: `GKENetworkParamSet` is gke, network, param, set). A word may not be a cloud's word, derived from the
+camelCase: `GKENetworkParamSet` is gke, network, param, set; two neighbours joined are a word too, so `GpuDirect` is
+gpudirect as well as gpu and direct). A word may not be a cloud's word, derived from the
 registry so a fifth cloud is covered by itself: each cloud's package name (aws, gcp), its service (EKS, GKE), and
 the words of its fabric names (efa, tcpx, tcpxo), except words naming a technology that no one cloud owns.
 
@@ -23,16 +24,18 @@ from pathlib import Path
 from components.clouds import PACKAGES as CLOUDS, PROFILES
 from support.paths import ROOT
 
-# Fabric-name words that name an open or vendor technology several clouds sell, not a cloud: RDMA and InfiniBand,
-# and NVIDIA's GPUDirect family (the Fabric record's `gpudirect` field is the shape of a fabric without a device
-# plugin). A cloud's own product words (efa, tcpx, tcpxo) stay checked.
-TECHNOLOGIES = {"rdma", "infiniband", "gpudirect"}
+# Fabric-name words that name an open or vendor technology several clouds sell, not a cloud: RDMA and InfiniBand.
+# A cloud's own product words stay checked: efa, tcpx, tcpxo, and gpudirect, which names GKE's fabrics here (what
+# cloud-neutral code needs of them is the Fabric record's pod_sidecar and placement_max_nodes).
+TECHNOLOGIES = {"rdma", "infiniband"}
 REGISTRY = ROOT / "components/clouds/__init__.py"
 
 
 def words(identifier: str) -> set[str]:
-    """`GKENetworkParamSet` -> {gke, network, param, set}; `components.clouds.gcp.facts` -> its four parts."""
-    return {w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", identifier)}
+    """`GKENetworkParamSet` -> {gke, network, param, set, gkenetwork, ...}; `components.clouds.gcp.facts` -> its four
+    parts and their neighbour pairs. The pairs catch a cloud word spelled in two (`GpuDirect`, `TcpXo`)."""
+    parts = [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", identifier)]
+    return {*parts, *(a + b for a, b in zip(parts, parts[1:]))}
 
 
 def cloud_words() -> dict[str, str]:
@@ -101,8 +104,13 @@ def test_what_the_check_catches():
     assert [f.split(" names ")[1] for f in findings(
         "class GKENetworks:\n  def tcpxo_installer(self, eks_role):\n    return self.aksNap(efa=1)\n", named)] == [
         "gcp (gke)", "gcp (tcpxo)", "aws (eks)", "azure (aks)", "aws (efa)"]
+    # A cloud's fabric record reached into, or its type named, from outside its package (GKE's GPUDirect rows).
+    assert [f.split(" names ")[1] for f in findings(
+        "from components.clouds.facts import GpuDirect\nn = fabric.gpudirect.placement_max_nodes\n", named)] == [
+        "gcp (gpudirect)", "gcp (gpudirect)"]
     # Comments, docstrings and strings say why and carry data; generic technology words are no cloud's.
-    assert findings('"""GKE GPUDirect."""\n# EKS\nx = "gpudirect-tcpx"\nrdma = fabric.gpudirect\n', named) == []
+    assert findings('"""GKE GPUDirect."""\n# EKS\nx = "gpudirect-tcpx"\nrdma = fabric.infiniband_rdma\n',
+                    named) == []
 
 
 def test_a_cloud_package_is_seen_naming_itself():

@@ -9,9 +9,9 @@ import pytest
 
 from components.config.labels import POOL_LABEL
 from components.tenancy.pool_admission import POLICY
-from gpu_platform.engine import plan_stack
 
 from support.cel_policy import refused
+from support.plans import shared_plan
 from support.stacks import by_name
 
 
@@ -21,7 +21,7 @@ OCI_TEAM = "genai"  # oci-prod: has h100-train too
 
 @pytest.fixture(scope="module")
 def specs() -> dict[str, dict]:
-    return {stack: by_name(plan_stack(stack), "ValidatingAdmissionPolicy")[POLICY]["spec"]
+    return {stack: by_name(shared_plan(stack), "ValidatingAdmissionPolicy")[POLICY]["spec"]
             for stack in ("aws-prod", "oci-prod")}
 
 

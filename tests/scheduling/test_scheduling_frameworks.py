@@ -17,6 +17,7 @@ from components.system_pool import SYSTEM_TOLERATION
 from gpu_platform.engine import plan_stack
 
 from support.paths import ROOT, upstream
+from support.plans import shared_plan
 from support.scheduling import with_frameworks
 from support.validation import problems
 from support.stacks import by_name, ours, stack_config
@@ -75,7 +76,7 @@ def test_frameworks_default_to_none_and_install_in_catalog_order():
 # --- releases and Kueue integrations ------------------------------------------------------------------------------
 
 def test_no_frameworks_no_operator_and_only_built_in_integrations():
-    plan = plan_stack("aws-prod")
+    plan = shared_plan("aws-prod")
     assert not any(r.type == frameworks.Frameworks.TYPE for r in plan.resources)
     assert manager_conf(plan)["integrations"]["frameworks"] == list(framework_catalog.BUILT_IN)
 

@@ -37,7 +37,7 @@ def main(pod: dict) -> dict:
 
 
 def other_sidecar_image(pod):
-    sidecar(pod)["image"] = TCPX.gpudirect.rxdm_image.replace("v2.0.12", "v2.0.13")
+    sidecar(pod)["image"] = TCPX.pod_sidecar.image.replace("v2.0.12", "v2.0.13")
 
 
 def sidecar_args(pod):

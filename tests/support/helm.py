@@ -79,6 +79,9 @@ class Helm:
                     "HELM_DATA_HOME": str(home / "data")}
         self.home = home
         self.renders = 0
+        # (package, release, namespace, values JSON) -> output: the same release is rendered by several tests and
+        # stacks (and `helm template` on the same input writes the same output), a tenth of a second or more each.
+        self._rendered: dict[tuple[str, str, str, str], str] = {}
 
     def version(self) -> str:
         return subprocess.run([str(self.binary), "version", "--template", "{{.Version}}"], env=self.env, check=True,
@@ -87,8 +90,14 @@ class Helm:
     def template_text(self, package: Path, name: str, namespace: str, values: dict) -> str:
         """The rendered manifests as text (CRDs under crds/ are left out: see `crds`); a failed render raises
         with Helm's message."""
+        key = (str(package), name, namespace, json.dumps(values))
+        if key not in self._rendered:
+            self._rendered[key] = self._render(package, name, namespace, key[3])
+        return self._rendered[key]
+
+    def _render(self, package: Path, name: str, namespace: str, values_json: str) -> str:
         values_file = self.home / f"values-{self.renders}.json"
-        values_file.write_text(json.dumps(values))
+        values_file.write_text(values_json)
         self.renders += 1
         cmd = [str(self.binary), "template", name, str(package), "--namespace", namespace, "--values",
                str(values_file), "--kube-version", KUBE_VERSION]

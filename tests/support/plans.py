@@ -1,4 +1,5 @@
-"""Module-scoped plan fixtures and the one-resource lookup the cloud, hardening and simulator tests share."""
+"""Plans shared across the session, module-scoped plan fixtures, and the one-resource lookup the cloud, hardening and
+simulator tests share."""
 from __future__ import annotations
 
 import copy
@@ -11,8 +12,22 @@ from gpu_platform.engine import Plan, plan_stack
 from support.stacks import stack_config
 
 
+_SHARED: dict[tuple[str, str], Plan] = {}
+
+
+def shared_plan(stack: str, overrides: dict[str, Any] | None = None) -> Plan:
+    """`stack` planned with `overrides` once per test session, for tests that read a plan rather than test planning
+    (a plan of a stack takes a second or more; a copy a hundredth of that). Each caller gets its own deep copy, so a
+    test that edits its plan changes no other test's."""
+    key = (stack, repr(overrides or None))
+    if key not in _SHARED:
+        _SHARED[key] = plan_stack(stack, config_overrides=overrides or None)
+    return copy.deepcopy(_SHARED[key])
+
+
 def plan_fixture(stack: str, overrides: dict[str, Any] | None = None, cluster: dict[str, Any] | None = None):
-    """A module-scoped fixture planning `stack` once; `cluster` changes fields of the stack's own cluster section."""
+    """A module-scoped fixture with `stack` planned (once per session: `shared_plan`); `cluster` changes fields of the
+    stack's own cluster section."""
     @pytest.fixture(scope="module")
     def planned() -> Plan:
         changes = dict(overrides or {})
@@ -20,7 +35,7 @@ def plan_fixture(stack: str, overrides: dict[str, Any] | None = None, cluster: d
             section = copy.deepcopy(stack_config(stack)["gpu-platform:cluster"])
             section.update(cluster)
             changes["gpu-platform:cluster"] = section
-        return plan_stack(stack, config_overrides=changes or None)
+        return shared_plan(stack, changes)
     return planned
 
 

@@ -9,7 +9,6 @@ from datetime import date, timedelta
 import pytest
 
 from components.config.model import Policy
-from gpu_platform.engine import plan_stack
 from gpu_platform.engine.plan import Plan
 from gpu_platform.policy.runner import evaluate
 from policies import context
@@ -17,15 +16,11 @@ from policies.exemptions import read_policy
 from policies.rules import BY_ID
 
 from policy_fixtures import TODAY, ids, inputs, load, run
-
-
-_PLANS: dict[str, dict] = {}
+from support.plans import shared_plan
 
 
 def base_plan(stack: str) -> dict:
-    if stack not in _PLANS:
-        _PLANS[stack] = plan_stack(stack).to_json()
-    return json.loads(json.dumps(_PLANS[stack]))
+    return json.loads(json.dumps(shared_plan(stack).to_json()))
 
 
 def editable(plan: Plan) -> Plan:
@@ -109,4 +104,4 @@ def exempted(reason: str = LONG_REASON, resource_glob: str = "ml-prod-h100-*",
 
 @pytest.fixture(scope="module")
 def oci_plan():
-    return plan_stack("oci-prod").to_json()
+    return shared_plan("oci-prod").to_json()

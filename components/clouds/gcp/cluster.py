@@ -13,7 +13,6 @@ from components.clouds.gcp import gpudirect as gcp_gpudirect
 from components.clouds.gcp.facts import PROFILE
 from components.clouds.base import GpuNodePool, GpuNodePoolArgs, PlatformCluster
 from components.clouds.facts import CloudProfile
-from components.config.fabric import nic_counts
 from components.config.model import Cluster, GpuPool, PlatformConfig
 from components.provisioning.nap.facts import KEY as NAP_KEY
 from components.config.zonal import initial_per_zone
@@ -137,7 +136,7 @@ class GkeCluster(PlatformCluster):
         self._nic_networks = {
             kind: gcp_gpudirect.nic_networks(name, cluster.name, project, cluster.region, prof.fabrics[kind],
                                           nics, pulumi.ResourceOptions(parent=self))
-            for kind, nics in nic_counts(config).items()}
+            for kind, nics in gcp_gpudirect.nic_counts(config).items()}
         gke = container.Cluster(
             f"{name}-gke",
             name=cluster.name,

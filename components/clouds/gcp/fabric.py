@@ -17,8 +17,8 @@ from pulumi_kubernetes.apiextensions import CustomResource
 from components import namespaces
 from components.config.labels import FABRIC_LABEL
 from components.clouds.facts import Fabric
-from components.clouds.gcp.facts import network_name, short, subnet_name, vpc_name
-from components.config.fabric import nic_counts
+from components.clouds.gcp.facts import GPUDIRECT, network_name, short, subnet_name, vpc_name
+from components.clouds.gcp.gpudirect import nic_counts
 from components.config.model import PlatformConfig
 
 API = "networking.gke.io/v1"
@@ -62,7 +62,7 @@ def _host_path(name: str, path: str) -> dict[str, Any]:
 def installer_spec(fabric: Fabric) -> dict[str, Any]:
     """The NCCL plugin installer DaemonSet: copies the plugin (and its NCCL) next to GKE's driver libraries, where
     pods mount them; upstream's manifest with our node selector."""
-    direct = fabric.gpudirect
+    direct = GPUDIRECT[fabric.name]
     lib = f"/var/lib/{short(fabric.name)}/lib64"
     init = [{
         "name": direct.installer, "image": direct.installer_image,
@@ -136,8 +136,9 @@ class GpuDirectFabrics(pulumi.ComponentResource):
                                    metadata={"name": object_name}, spec=network_spec(fabric.name, nic),
                                    opts=pulumi.ResourceOptions(parent=self, depends_on=[params]))
                     self.networks.append(object_name)
+            installer = GPUDIRECT[fabric.name].installer
             apps.DaemonSet(f"{name}-{short(fabric.name)}-installer", metadata=meta.ObjectMetaArgs(
-                name=fabric.gpudirect.installer, namespace=NAMESPACE, labels={"k8s-app": fabric.gpudirect.installer}),
+                name=installer, namespace=NAMESPACE, labels={"k8s-app": installer}),
                 spec=installer_spec(fabric), opts=child)
         apps.DaemonSet(f"{name}-device-injector", metadata=meta.ObjectMetaArgs(
             name="device-injector", namespace=NAMESPACE, labels={"k8s-app": "device-injector"}),

@@ -5,10 +5,43 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from components.clouds.facts import (API_EFFECTS, CloudProfile, ExtraKey, Fabric, GpuDirect, NcclTestImage,
-                                     NetworkTopology, PoolNaming, ipv4_network, minors, workload_mount)
+from components.clouds.facts import (API_EFFECTS, CloudProfile, ExtraKey, Fabric, NcclTestImage, NetworkTopology,
+                                     PodSidecar, PoolNaming, ipv4_network, minors, workload_mount)
+
+
+@dataclass(frozen=True)
+class GpuDirect:
+    """GKE GPUDirect-TCPX/TCPXO: one extra VPC per GPU NIC, the NCCL plugin installer, the NRI device injector and
+    the receive-datapath manager (RxDM) sidecar every pod using the NICs runs (GKE "Maximize GPU network bandwidth
+    with GPUDirect and multi-networking", GoogleCloudPlatform/container-engine-accelerators gpudirect-tcpx(o))."""
+
+    installer: str  # DaemonSet name of the NCCL plugin installer, in kube-system
+    installer_image: str  # pinned NCCL plugin image; it also carries the nccl-tests the smoke test runs
+    accelerator: str  # cloud.google.com/gke-accelerator value the upstream installer selects
+    rxdm_image: str  # pinned RxDM image matching the plugin version
+    rxdm_container: str  # sidecar container name (the NRI annotation devices.gke.io/container.<name> names it)
+    rxdm_command: tuple[str, ...]
+    rxdm_capabilities: tuple[str, ...]
+    rxdm_volumes: tuple[tuple[str, str, str], ...]  # (volume, hostPath, mountPath in the sidecar)
+    workload_volumes: tuple[tuple[str, str, str], ...]  # (volume, hostPath or "" for emptyDir, mountPath in NCCL pods)
+    extra_devices: tuple[str, ...]  # device nodes the sidecar needs besides /dev/nvidia*
+    mtu: int  # of every GPU NIC VPC
+    subnet_offset: int  # third octet where this fabric's /20 GPU NIC subnets start in 192.168.0.0/16
+    # TCPXO's low-latency control messages need the NICs' aperture devices exposed on the host first.
+    llcm: bool = False
+
+    def sidecar(self) -> PodSidecar:
+        """The RxDM sidecar as the cloud-neutral admission policy sees it."""
+        return PodSidecar(image=self.rxdm_image, command=self.rxdm_command, capabilities=self.rxdm_capabilities,
+                          host_paths=tuple(host for _, host, _ in self.rxdm_volumes if host),
+                          workload_host_paths=tuple(host for _, host, _ in self.workload_volumes if host))
+
+
+# Compact placement (GKE compact-placement): nodes of one pool close together in one zone, up to this many.
+COMPACT_PLACEMENT_MAX_NODES = 150
 
 
 # The names both layers agree on: the VPC and subnet of each GPU NIC, created by the cluster (gpudirect.py) and named
@@ -46,7 +79,7 @@ def workload_pod(fabric: Fabric, gpus: int, nics: int) -> dict[str, Any]:
     the multi-network annotations, the NRI device list for the RxDM sidecar, the sidecar itself and the volumes its
     containers share. The sidecar is a native sidecar (an init container restarting Always, Kubernetes 1.29+) so a
     Job's pod completes when its workload does; upstream's bare pods run it as a plain container."""
-    direct = fabric.gpudirect
+    direct = GPUDIRECT[fabric.name]
     devices = [*(f"/dev/nvidia{i}" for i in range(gpus)), "/dev/nvidiactl", "/dev/nvidia-uvm", *direct.extra_devices]
     annotations = {
         f"devices.gke.io/container.{direct.rxdm_container}": "".join(f"- path: {d}\n" for d in devices),
@@ -133,6 +166,8 @@ _GKE_LIB = "/usr/local/nvidia/lib64"  # where pods mount the node's /home/kubern
 _TCPX_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9"
 _TCPXO_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1"
 _GPUDIRECT_ALL_REDUCE = "/third_party/nccl-tests-mpi/build/all_reduce_perf"
+_NCCL_LIBRARIES = ("libraries", "/home/kubernetes/bin/nvidia/lib64", _GKE_LIB)  # the node's NCCL plugin, in pods
+_RXDM_HOST_SYSFS = (("sys", "/sys", "/hostsysfs"), ("proc-sys", "/proc/sys", "/hostprocsysfs"))  # NIC set-up
 
 
 def _installer():
@@ -140,20 +175,55 @@ def _installer():
     return install
 
 
-def _gpudirect(name: str, plugin: str, env: tuple[tuple[str, str], ...], gpudirect: GpuDirect) -> Fabric:
+def _gpudirect(name: str, plugin: str, env: tuple[tuple[str, str], ...]) -> Fabric:
     """A GKE GPUDirect fabric: no device plugin (multi-networking and the RxDM sidecar reach pods), the cloud's own
     driver, and the NCCL plugin installer image as the NCCL test image. Both fabrics name one installer, which
     installs their shared NRI injector once."""
     return Fabric(name=name, resource="", chart="", repository="", version="", namespace="kube-system", env=env,
                   needs_managed_driver=True, installer=_installer, workload_pod=workload_pod,
                   # The RxDM sidecar mounts /sys and /proc/sys and adds NET_ADMIN; the workload mounts the NCCL plugin.
-                  pod_security="fabric-sidecar",
+                  pod_security="fabric-sidecar", pod_sidecar=GPUDIRECT[name].sidecar(),
+                  placement_max_nodes=COMPACT_PLACEMENT_MAX_NODES,
                   nccl_test=NcclTestImage(
                       image=plugin, binary=_GPUDIRECT_ALL_REDUCE,
                       source="Google's NCCL plugin image, GoogleCloudPlatform/container-engine-accelerators "
-                             f"{name}/nccl-test-latest.yaml"),
-                  gpudirect=gpudirect)
+                             f"{name}/nccl-test-latest.yaml"))
 
+
+_TCPX_DIRECT = GpuDirect(
+    installer="nccl-tcpx-installer",
+    installer_image=_TCPX_PLUGIN,
+    accelerator="nvidia-h100-80gb",
+    rxdm_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
+    rxdm_container="tcpx-daemon",
+    rxdm_command=("/tcpgpudmarxd/build/app/tcpgpudmarxd", "--gpu_nic_preset", "a3vm", "--gpu_shmem_type", "fd",
+                  "--uds_path", "/run/tcpx", "--setup_param",
+                  # Upstream's YAML passes the quotes and backslashes literally; kept byte for byte.
+                  '\\"--verbose 128 2 0 \\"'),
+    rxdm_capabilities=("NET_ADMIN",),
+    rxdm_volumes=(_NCCL_LIBRARIES, ("tcpx-socket", "", "/run/tcpx"), *_RXDM_HOST_SYSFS),
+    # NCCL reaches the RxDM through its Unix socket in the shared emptyDir, mounted at /tmp as upstream does.
+    workload_volumes=(_NCCL_LIBRARIES, ("tcpx-socket", "", "/tmp")),
+    extra_devices=(),
+    mtu=8244, subnet_offset=0)
+
+_TCPXO_DIRECT = GpuDirect(
+    installer="nccl-tcpxo-installer",
+    installer_image=_TCPXO_PLUGIN,
+    accelerator="nvidia-h100-mega-80gb",
+    rxdm_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14",
+    rxdm_container="tcpxo-daemon",
+    rxdm_command=("/bin/sh", "-c", "set -ex\nchmod 755 /fts/entrypoint_rxdm_container.sh\n"
+                  "/fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr"),
+    rxdm_capabilities=("NET_ADMIN", "NET_BIND_SERVICE"),
+    rxdm_volumes=(("nvidia-install-dir-host", "/home/kubernetes/bin/nvidia", "/usr/local/nvidia"), *_RXDM_HOST_SYSFS),
+    workload_volumes=(_NCCL_LIBRARIES, ("aperture-devices", "/dev/aperture_devices", "/dev/aperture_devices")),
+    extra_devices=("/dev/dmabuf_import_helper",),
+    mtu=8244, subnet_offset=64, llcm=True)
+
+# Each GPUDirect fabric's own facts, by fabric name: what the GKE package builds (gpudirect.py, fabric.py) and
+# the pods using its NICs run (workload_pod).
+GPUDIRECT = {"gpudirect-tcpx": _TCPX_DIRECT, "gpudirect-tcpxo": _TCPXO_DIRECT}
 
 _TCPX = _gpudirect(
     "gpudirect-tcpx", _TCPX_PLUGIN,
@@ -166,25 +236,8 @@ _TCPX = _gpudirect(
          ("NCCL_GPUDIRECTTCPX_TX_BINDINGS", "eth1:8-21,112-125;eth2:8-21,112-125;eth3:60-73,164-177;eth4:60-73,164-177"),
          ("NCCL_GPUDIRECTTCPX_RX_BINDINGS", "eth1:22-35,126-139;eth2:22-35,126-139;eth3:74-87,178-191;eth4:74-87,178-191"),
          ("NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS", "500000"),
-         ("NCCL_DEBUG", "INFO")),
-    gpudirect=GpuDirect(
-        installer="nccl-tcpx-installer",
-        installer_image=_TCPX_PLUGIN,
-        accelerator="nvidia-h100-80gb",
-        rxdm_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
-        rxdm_container="tcpx-daemon",
-        rxdm_command=("/tcpgpudmarxd/build/app/tcpgpudmarxd", "--gpu_nic_preset", "a3vm", "--gpu_shmem_type", "fd",
-                      "--uds_path", "/run/tcpx", "--setup_param",
-                      # Upstream's YAML passes the quotes and backslashes literally; kept byte for byte.
-                      '\\"--verbose 128 2 0 \\"'),
-        rxdm_capabilities=("NET_ADMIN",),
-        rxdm_volumes=(("libraries", "/home/kubernetes/bin/nvidia/lib64", _GKE_LIB), ("tcpx-socket", "", "/run/tcpx"),
-                      ("sys", "/sys", "/hostsysfs"), ("proc-sys", "/proc/sys", "/hostprocsysfs")),
-        # NCCL reaches the RxDM through its Unix socket in the shared emptyDir, mounted at /tmp as upstream does.
-        workload_volumes=(("libraries", "/home/kubernetes/bin/nvidia/lib64", _GKE_LIB), ("tcpx-socket", "", "/tmp")),
-        extra_devices=(),
-        mtu=8244, subnet_offset=0),
-)
+         ("NCCL_DEBUG", "INFO")))
+
 _TCPXO = _gpudirect(
     "gpudirect-tcpxo", _TCPXO_PLUGIN,
     env=(("LD_LIBRARY_PATH", _GKE_LIB), ("NCCL_FASTRAK_CTRL_DEV", "eth0"),
@@ -198,23 +251,7 @@ _TCPXO = _gpudirect(
          ("NCCL_FASTRAK_ENABLE_HOTPATH_LOGGING", "0"), ("NCCL_TUNER_PLUGIN", "libnccl-tuner.so"),
          ("NCCL_TUNER_CONFIG_PATH", f"{_GKE_LIB}/a3plus_tuner_config.textproto"),
          ("NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE", f"{_GKE_LIB}/a3plus_guest_config.textproto"),
-         ("NCCL_FASTRAK_PLUGIN_ACCEPT_TIMEOUT_MS", "600000"), ("NCCL_NVLS_ENABLE", "0"), ("NCCL_DEBUG", "INFO")),
-    gpudirect=GpuDirect(
-        installer="nccl-tcpxo-installer",
-        installer_image=_TCPXO_PLUGIN,
-        accelerator="nvidia-h100-mega-80gb",
-        rxdm_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14",
-        rxdm_container="tcpxo-daemon",
-        rxdm_command=("/bin/sh", "-c", "set -ex\nchmod 755 /fts/entrypoint_rxdm_container.sh\n"
-                      "/fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr"),
-        rxdm_capabilities=("NET_ADMIN", "NET_BIND_SERVICE"),
-        rxdm_volumes=(("nvidia-install-dir-host", "/home/kubernetes/bin/nvidia", "/usr/local/nvidia"),
-                      ("sys", "/sys", "/hostsysfs"), ("proc-sys", "/proc/sys", "/hostprocsysfs")),
-        workload_volumes=(("libraries", "/home/kubernetes/bin/nvidia/lib64", _GKE_LIB),
-                          ("aperture-devices", "/dev/aperture_devices", "/dev/aperture_devices")),
-        extra_devices=("/dev/dmabuf_import_helper",),
-        mtu=8244, subnet_offset=64, llcm=True),
-)
+         ("NCCL_FASTRAK_PLUGIN_ACCEPT_TIMEOUT_MS", "600000"), ("NCCL_NVLS_ENABLE", "0"), ("NCCL_DEBUG", "INFO")))
 
 
 # Fabric-less GKE pools: Google's NCCL/gIB diagnostic image, which Google publishes "with everything included" for NCCL

@@ -10,8 +10,8 @@ import pulumi
 import pulumi_gcp.compute as compute
 
 from components.clouds.facts import Fabric
-from components.clouds.gcp.facts import short, subnet_name, vpc_name
-from components.config.model import GpuPool
+from components.clouds.gcp.facts import GPUDIRECT, short, subnet_name, vpc_name
+from components.config.model import GpuPool, PlatformConfig
 
 # Every GPU NIC subnet is a /20 inside this range; each VPC's firewall admits it (GKE guide: SOURCE_RANGE).
 NIC_RANGE = "192.168.0.0/16"
@@ -19,8 +19,15 @@ NIC_RULES = [{"protocol": "tcp", "ports": ["0-65535"]}, {"protocol": "udp", "por
              {"protocol": "icmp"}]
 
 
+def nic_counts(config: PlatformConfig) -> dict[str, int]:
+    """GPU NICs per GPUDirect fabric the pools use, by fabric name (each fabric is one machine type's): the NIC VPCs
+    the cluster creates and the Network objects inside it."""
+    return dict(sorted({p.fabric: p.instance.fabric_interfaces for p in config.gpu_pools
+                        if p.fabric in GPUDIRECT}.items()))
+
+
 def nic_cidr(fabric: Fabric, nic: int) -> str:
-    return f"192.168.{fabric.gpudirect.subnet_offset + 16 * nic}.0/20"
+    return f"192.168.{GPUDIRECT[fabric.name].subnet_offset + 16 * nic}.0/20"
 
 
 def nic_networks(name: str, cluster: str, project: str, region: str, fabric: Fabric, nics: int,
@@ -31,7 +38,7 @@ def nic_networks(name: str, cluster: str, project: str, region: str, fabric: Fab
     for nic in range(nics):
         prefix = f"{name}-{short(fabric.name)}-{nic}"
         vpc = compute.Network(f"{prefix}-vpc", name=vpc_name(cluster, fabric.name, nic), project=project,
-                              auto_create_subnetworks=False, mtu=fabric.gpudirect.mtu, opts=opts)
+                              auto_create_subnetworks=False, mtu=GPUDIRECT[fabric.name].mtu, opts=opts)
         subnet = compute.Subnetwork(f"{prefix}-subnet", name=subnet_name(cluster, fabric.name, nic), project=project,
                                     region=region, network=vpc.id, ip_cidr_range=nic_cidr(fabric, nic), opts=opts)
         compute.Firewall(f"{prefix}-internal", name=f"{cluster}-{short(fabric.name)}-internal-{nic}",

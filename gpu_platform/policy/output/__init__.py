@@ -3,10 +3,12 @@ Markdown for pull requests."""
 from __future__ import annotations
 
 import importlib
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from gpu_platform.policy.findings import Report
-from policies.rule import Rule
+
+if TYPE_CHECKING:  # annotations only: the CLI imports FORMATS at start, and policies.rule loads the Pulumi SDK
+    from policies.rule import Rule
 
 FORMATS = ("text", "json", "sarif", "junit", "markdown")
 
