@@ -352,6 +352,7 @@ class KueueScheduler(FlavorAssigner):
         version = group.version
         lendable, used, exposed = group.lendable, group.usage, group.exposed
         changes = cq.changes
+        may_hold = cq.spec.reclaim_within_cohort != "Any"  # (see _holds_back)
         fails = cq.fails
         failed: list[Job] = []
         wake: dict[tuple[str, str], tuple[int, int]] | None = {}  # CQ.wake, once every head ends parked
@@ -389,12 +390,12 @@ class KueueScheduler(FlavorAssigner):
                     fail = self._first_look(cq, job, failed, version)
                     if isinstance(fail, Entry):
                         return fail
-                elif self._holds_back(cq, job, fr):
+                elif may_hold and self._holds_back(cq, job, fr):
                     # Evaluated again, it would hold quota back again this cycle.
                     return Entry(cq, job, PREEMPT, fr, cq.usage[fr] + job.units > cq.nominal[fr])
             if wake is not None:
                 fr = fail.fr
-                if fr is None or fail.changes != changes[fr] or self._holds_back(cq, job, fr):
+                if fr is None or fail.changes != changes[fr] or may_hold and self._holds_back(cq, job, fr):
                     # Any release may admit it, or its queue's usage changed since (its needs are out of date), or
                     # it holds quota back again after any release.
                     wake = None
