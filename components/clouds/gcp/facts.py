@@ -163,8 +163,6 @@ _REGIONS = (
 # modules/compute/gke-node-pool/gpu_direct.tf pairs them: TCPX plugin v3.1.9 with RxDM v2.0.12, TCPXO plugin
 # v1.0.8-1 with RxDM v1.0.14). The NICs are eth1..ethN in pods (networking.gke.io/interfaces), eth0 the pod network.
 _GKE_LIB = "/usr/local/nvidia/lib64"  # where pods mount the node's /home/kubernetes/bin/nvidia/lib64 (plugin + NCCL)
-_TCPX_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9"
-_TCPXO_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.8-1"
 _GPUDIRECT_ALL_REDUCE = "/third_party/nccl-tests-mpi/build/all_reduce_perf"
 _NCCL_LIBRARIES = ("libraries", "/home/kubernetes/bin/nvidia/lib64", _GKE_LIB)  # the node's NCCL plugin, in pods
 _RXDM_HOST_SYSFS = (("sys", "/sys", "/hostsysfs"), ("proc-sys", "/proc/sys", "/hostprocsysfs"))  # NIC set-up
@@ -175,7 +173,7 @@ def _installer():
     return install
 
 
-def _gpudirect(name: str, plugin: str, env: tuple[tuple[str, str], ...]) -> Fabric:
+def _gpudirect(name: str, env: tuple[tuple[str, str], ...]) -> Fabric:
     """A GKE GPUDirect fabric: no device plugin (multi-networking and the RxDM sidecar reach pods), the cloud's own
     driver, and the NCCL plugin installer image as the NCCL test image. Both fabrics name one installer, which
     installs their shared NRI injector once."""
@@ -185,17 +183,23 @@ def _gpudirect(name: str, plugin: str, env: tuple[tuple[str, str], ...]) -> Fabr
                   pod_security="fabric-sidecar", pod_sidecar=GPUDIRECT[name].sidecar(),
                   placement_max_nodes=COMPACT_PLACEMENT_MAX_NODES,
                   nccl_test=NcclTestImage(
-                      image=plugin, binary=_GPUDIRECT_ALL_REDUCE,
+                      image=GPUDIRECT[name].installer_image, binary=_GPUDIRECT_ALL_REDUCE,
                       source="Google's NCCL plugin image, GoogleCloudPlatform/container-engine-accelerators "
                              f"{name}/nccl-test-latest.yaml"))
 
 
-_TCPX_DIRECT = GpuDirect(
-    installer="nccl-tcpx-installer",
-    installer_image=_TCPX_PLUGIN,
+def _direct(kind: str, plugin: str, rxdm: str, **facts) -> GpuDirect:
+    """Upstream names a fabric's images, installer and sidecar after it: the gce-ai-infra/gpudirect-<kind>
+    repository, the nccl-<kind>-installer DaemonSet, the <kind>-daemon container."""
+    images = f"us-docker.pkg.dev/gce-ai-infra/gpudirect-{kind}"
+    return GpuDirect(installer=f"nccl-{kind}-installer",
+                     installer_image=f"{images}/nccl-plugin-gpudirecttcpx-dev:{plugin}",
+                     rxdm_image=f"{images}/tcpgpudmarxd-dev:{rxdm}", rxdm_container=f"{kind}-daemon", **facts)
+
+
+_TCPX_DIRECT = _direct(
+    "tcpx", plugin="v3.1.9", rxdm="v2.0.12",
     accelerator="nvidia-h100-80gb",
-    rxdm_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
-    rxdm_container="tcpx-daemon",
     rxdm_command=("/tcpgpudmarxd/build/app/tcpgpudmarxd", "--gpu_nic_preset", "a3vm", "--gpu_shmem_type", "fd",
                   "--uds_path", "/run/tcpx", "--setup_param",
                   # Upstream's YAML passes the quotes and backslashes literally; kept byte for byte.
@@ -207,12 +211,9 @@ _TCPX_DIRECT = GpuDirect(
     extra_devices=(),
     mtu=8244, subnet_offset=0)
 
-_TCPXO_DIRECT = GpuDirect(
-    installer="nccl-tcpxo-installer",
-    installer_image=_TCPXO_PLUGIN,
+_TCPXO_DIRECT = _direct(
+    "tcpxo", plugin="v1.0.8-1", rxdm="v1.0.14",
     accelerator="nvidia-h100-mega-80gb",
-    rxdm_image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14",
-    rxdm_container="tcpxo-daemon",
     rxdm_command=("/bin/sh", "-c", "set -ex\nchmod 755 /fts/entrypoint_rxdm_container.sh\n"
                   "/fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr"),
     rxdm_capabilities=("NET_ADMIN", "NET_BIND_SERVICE"),
@@ -226,7 +227,7 @@ _TCPXO_DIRECT = GpuDirect(
 GPUDIRECT = {"gpudirect-tcpx": _TCPX_DIRECT, "gpudirect-tcpxo": _TCPXO_DIRECT}
 
 _TCPX = _gpudirect(
-    "gpudirect-tcpx", _TCPX_PLUGIN,
+    "gpudirect-tcpx",
     env=(("LD_LIBRARY_PATH", _GKE_LIB), ("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_CROSS_NIC", "0"),
          ("NCCL_ALGO", "Ring"), ("NCCL_PROTO", "Simple"), ("NCCL_NSOCKS_PERTHREAD", "4"),
          ("NCCL_SOCKET_NTHREADS", "1"), ("NCCL_DYNAMIC_CHUNK_SIZE", "524288"), ("NCCL_P2P_NET_CHUNKSIZE", "524288"),
@@ -239,7 +240,7 @@ _TCPX = _gpudirect(
          ("NCCL_DEBUG", "INFO")))
 
 _TCPXO = _gpudirect(
-    "gpudirect-tcpxo", _TCPXO_PLUGIN,
+    "gpudirect-tcpxo",
     env=(("LD_LIBRARY_PATH", _GKE_LIB), ("NCCL_FASTRAK_CTRL_DEV", "eth0"),
          ("NCCL_FASTRAK_IFNAME", "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8"), ("NCCL_SOCKET_IFNAME", "eth0"),
          ("NCCL_CROSS_NIC", "0"), ("NCCL_ALGO", "Ring,Tree"), ("NCCL_PROTO", "Simple"), ("NCCL_MIN_NCHANNELS", "4"),
