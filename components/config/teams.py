@@ -295,12 +295,15 @@ def fabric_pod_security(pool_items: list[Any], pools: list[GpuPool], teams: list
     fabric is built, and no team's pods can use it."""
     index = name_index(pool_items)
     sidecar_pools = {p.name for p in pools if (f := prof.fabrics.get(p.fabric)) and f.pod_sidecar}
+    sidecar_fabrics = [f.name for f in prof.fabrics.values() if f.pod_sidecar]
+    which = (f"gpuPools[].fabric {' or '.join(sidecar_fabrics)}" if sidecar_fabrics
+             else f"no fabric on {prof.service} runs one")
     for i, team in enumerate(teams):
         # The exception is the fabric's sidecar: without such a pool there is nothing to except.
         if team.pod_security == FABRIC_SIDECAR and not sidecar_pools & set(team.quotas):
             problems.add(join(join("teams", i), "podSecurity"),
-                         f"{FABRIC_SIDECAR} excepts only the sidecar of a GPUDirect fabric (gpuPools[].fabric "
-                         "gpudirect-tcpx or gpudirect-tcpxo), and none of the team's pools has one; allowed: "
+                         f"{FABRIC_SIDECAR} excepts only the sidecar of a fabric that runs one ({which}), and none "
+                         "of the team's pools has one; allowed: "
                          f"{', '.join(p for p in POD_SECURITY_LEVELS if p != FABRIC_SIDECAR)}")
     for pool in pools:
         fabric = prof.fabrics.get(pool.fabric)

@@ -84,6 +84,15 @@ def test_fabric_sidecar_without_a_gpudirect_pool_is_refused_at_its_path():
     assert "gpudirect-tcpx" in found["teams[1].podSecurity"] and "allowed: baseline" in found["teams[1].podSecurity"]
 
 
+def test_fabric_sidecar_on_a_cloud_without_sidecar_fabrics_names_none_of_another_clouds():
+    teams = copy.deepcopy(stack_config("aws-prod")["gpu-platform:teams"])
+    teams[0]["podSecurity"] = "fabric-sidecar"
+    with pytest.raises(ConfigError) as info:
+        plan_stack("aws-prod", config_overrides={"gpu-platform:teams": teams})
+    message = {p.path: p.message for p in info.value.problems}["teams[0].podSecurity"]
+    assert "no fabric on EKS runs one" in message and "gpudirect" not in message and "allowed: baseline" in message
+
+
 # --- GPU014 -----------------------------------------------------------------------------------------------------
 
 def policy_entry(plan: dict, type_: str) -> dict:
