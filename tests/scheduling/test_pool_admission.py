@@ -161,3 +161,29 @@ def test_team_pods_set_no_nvidia_device_variables(case, specs):
         messages = refusals(specs[stack], pod, TEAM if stack == "aws-prod" else OCI_TEAM)
         assert any("NVIDIA_* device variables" in m for m in messages) is refused, (stack, messages)
         assert len(messages) == int(refused), (stack, messages)
+
+
+def gpu_pod(**spec) -> dict:
+    pod = cpu_pod(**spec)
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    return pod
+
+
+def gpu_in_an_init_container(**spec) -> dict:
+    pod = cpu_pod(**spec)
+    pod["spec"]["initContainers"] = [{"name": "warmup", "image": "registry.example/app:1",
+                                      "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
+    return pod
+
+
+@pytest.mark.parametrize("pod, refused", [
+    (gpu_pod(nodeSelector={POOL_LABEL: OWN}), False),
+    (gpu_pod(nodeSelector={POOL_LABEL: OTHER}), True),
+    (gpu_pod(), True),
+    (gpu_in_an_init_container(nodeSelector={POOL_LABEL: OTHER}), True),
+    (gpu_in_an_init_container(nodeSelector={POOL_LABEL: OWN}), False),
+], ids=["own-pool", "another-teams-pool", "no-pool", "init-container-another-teams-pool", "init-container-own-pool"])
+def test_an_ungated_gpu_pod_selects_one_of_its_teams_pools(pod, refused, specs):
+    """What the real API server cannot show alone: there the queue gate refuses these ungated pods too, and names
+    itself first as often as the pool policy does."""
+    assert bool(refusals(specs["aws-prod"], pod)) == refused, refusals(specs["aws-prod"], pod)
