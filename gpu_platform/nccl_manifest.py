@@ -8,7 +8,7 @@ from typing import Any
 
 from components.config.labels import POOL_LABEL, pool_taints
 from components.clouds import profile
-from components.clouds.facts import NcclTestImage
+from components.clouds.facts import Fabric, NcclTestImage
 from components.config.model import GpuPool, PlatformConfig, Team, looser_pod_security, pod_security_admits
 from components.scheduling.kinds import scheduler_kind
 from components.scheduling.kueue.component import LOCAL_QUEUE
@@ -54,11 +54,16 @@ def check_pool(config: PlatformConfig, pool: GpuPool, nodes: int) -> None:
                             f"pool {pool.name!r} has maxNodes {pool.max_nodes}: a multi-node test needs 2 or more")
 
 
+def pool_fabric(config: PlatformConfig, pool: GpuPool) -> Fabric | None:
+    """The fabric the platform attaches to the pool, from its cloud's table; None: the pool has none."""
+    return profile(config.cloud).fabrics.get(pool.fabric)
+
+
 def pick_team(config: PlatformConfig, pool: GpuPool, name: str | None) -> Team:
     """The team whose queue admits the Job: the one named, else the first with quota on the pool whose namespace
     admits the test's pods (root sshd; GKE GPUDirect's also need Pod Security privileged)."""
     with_quota = [t for t in config.teams if t.quotas.get(pool.name)]
-    fabric = profile(config.cloud).fabrics.get(pool.fabric)
+    fabric = pool_fabric(config, pool)
     needed = looser_pod_security(POD_SECURITY, fabric.pod_security) if fabric else POD_SECURITY
     admits = [t for t in with_quota if pod_security_admits(t.pod_security, needed)]
     if name is None:
@@ -88,15 +93,14 @@ def _refused(pool: GpuPool, needed: str, teams: list[Team]) -> str:
 
 def test_image(config: PlatformConfig, pool: GpuPool) -> NcclTestImage:
     """The image the test runs: the fabric's own, else the cloud's (from its cloud package, never another cloud's)."""
-    prof = profile(config.cloud)
-    fabric = prof.fabrics.get(pool.fabric)
-    return (fabric.nccl_test if fabric else None) or prof.nccl_test
+    fabric = pool_fabric(config, pool)
+    return (fabric.nccl_test if fabric else None) or profile(config.cloud).nccl_test
 
 
 def environment(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
     """What the image needs, then NCCL and libfabric settings: the pool's fabric, or plain TCP sockets where the
     platform attaches none."""
-    fabric = profile(config.cloud).fabrics.get(pool.fabric)
+    fabric = pool_fabric(config, pool)
     # Without an attached fabric the image's network plugin would go looking for one: the socket transport is the
     # baseline a fabric is measured against.
     # The instance type's own settings (OCI: which RDMA NICs) come after the fabric's.
@@ -108,7 +112,7 @@ def environment(config: PlatformConfig, pool: GpuPool) -> dict[str, str]:
 def socket_note(config: PlatformConfig, pool: GpuPool) -> str:
     """What a test of a pool without a fabric measures, and with which image, or "" for a fabric pool: a TCP number
     read as the fabric's would send someone hunting for a slow network."""
-    if profile(config.cloud).fabrics.get(pool.fabric):
+    if pool_fabric(config, pool):
         return ""
     test = test_image(config, pool)
     idle = pool.instance.interconnect
@@ -160,7 +164,7 @@ def manifest(config: PlatformConfig, pool: GpuPool, nodes: int, team: Team,
     labels = {"app.kubernetes.io/name": "nccl-test", POOL_LABEL: pool.name}
     env = environment(config, pool)
     limits = {"nvidia.com/gpu": str(pool.instance.gpus)}
-    fabric = prof.fabrics.get(pool.fabric)
+    fabric = pool_fabric(config, pool)
     if fabric and fabric.resource:
         # A shared plugin hands every HCA to the pod for one unit; EFA counts one unit per interface.
         limits[fabric.resource] = str(fabric.pod_units or pool.instance.fabric_interfaces)
