@@ -9,9 +9,11 @@ LessThanOrEqualToFinalShare then LessThanInitialShare rules pick targets by domi
 """
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+from itertools import accumulate
 from typing import NamedTuple
 
-from gpu_platform.simulator.engine import DONE, EVICTING, Job, Simulation
+from gpu_platform.simulator.engine import EVICTING, Job, Simulation
 from gpu_platform.simulator.kueue.quota import CQ, QuotaBook
 
 # Preemption variants of a candidate in another ClusterQueue (Kueue's classical/hierarchical_preemption.go).
@@ -41,20 +43,41 @@ class Shortfall(NamedTuple):
 NO_SHORTFALL = Shortfall(None, None, 0)
 
 
+class Ranked(NamedTuple):
+    """A queue's admitted workloads on one flavor resource in candidate order (evicting ones aside), as of its
+    `version` (CQ.changes), with their priorities and the running sum of their units (`summed[i]`: the first i)."""
+
+    version: int
+    jobs: list[Job]
+    priorities: list[int]
+    summed: list[int]
+
+
+def _rank(w: Job) -> tuple:
+    # Kueue's CandidatesOrdering within one queue: lower priority first, then most recently admitted.
+    return w.priority, -w.admit_t, w.seq
+
+
+def _other_order(w: Job) -> tuple:
+    # CandidatesOrdering across other queues: already evicting first, then as _rank.
+    return w.state != EVICTING, w.priority, -w.admit_t, w.seq
+
+
+def _evicting_first(jobs: list[Job]) -> list[Job]:
+    """Candidates of one queue in Kueue's order (already evicting first), from their _rank order."""
+    evicting = [w for w in jobs if w.state == EVICTING]
+    if not evicting:
+        return jobs
+    return evicting + [w for w in jobs if w.state != EVICTING]
+
+
 class Preemptor(QuotaBook):
     """Preemption targets, computed on the quota book (usage is shifted and restored while searching)."""
 
     def __init__(self, sim: Simulation):
         super().__init__(sim)
         self._last_short = NO_SHORTFALL  # reused by the cycle when it parks the head that just failed
-
-    def _within_allowed(self, cq: CQ, job: Job, other: Job) -> bool:
-        policy = cq.spec.within_cluster_queue
-        if policy == "LowerPriority":
-            return other.priority < job.priority
-        if policy == "LowerOrNewerEqualPriority":
-            return other.priority < job.priority or (other.priority == job.priority and job.ts < other.ts)
-        return False
+        self._ranks: dict[tuple[int, tuple[str, str]], Ranked] = {}
 
     def _shortfall(self, cq: CQ, job: Job, fr: tuple[str, str], available: int | None = None) -> Shortfall:
         """How many units the preemption search lacks at best, mirroring its options (0: it may succeed).
@@ -83,21 +106,16 @@ class Preemptor(QuotaBook):
         return not self.fair and cq.usage[fr] + units > cq.nominal[fr] and cq.spec.borrow_within_cohort in (
             None, "Never")
 
-    @staticmethod
-    def _own_evictable(cq: CQ, job: Job, fr: tuple[str, str]) -> int:
+    def _own_evictable(self, cq: CQ, job: Job, fr: tuple[str, str]) -> int:
         """Usage of its own queue the job's withinClusterQueue policy allows it to evict (at most)."""
         policy = cq.spec.within_cluster_queue
-        priority = job.priority
-        own = 0
         if policy == "LowerPriority":
-            for p, u in cq.prio_usage[fr].items():
-                if p < priority:
-                    own += u
-        elif policy == "LowerOrNewerEqualPriority":
-            for p, u in cq.prio_usage[fr].items():
-                if p <= priority:
-                    own += u
-        return own
+            ranked = self._ranked(cq, fr)
+            return ranked.summed[bisect_left(ranked.priorities, job.priority)]
+        if policy == "LowerOrNewerEqualPriority":
+            ranked = self._ranked(cq, fr)
+            return ranked.summed[bisect_right(ranked.priorities, job.priority)]
+        return 0
 
     def _evictable(self, cq: CQ, job: Job, fr: tuple[str, str]) -> tuple[int, int]:
         """Usage the job's preemption policies allow it to evict: in its own queue, and borrowed by others."""
@@ -118,62 +136,86 @@ class Preemptor(QuotaBook):
                 sizes = m.sizes[fr]
                 most = borrowed + (max(sizes) if sizes else 1) - 1
                 if reclaim == "LowerPriority":
-                    most = min(most, sum(u for p, u in m.prio_usage[fr].items() if p < priority))
+                    ranked = self._ranked(m, fr)
+                    lower = ranked.summed[bisect_left(ranked.priorities, priority)]
+                    if lower < most:
+                        most = lower
                 others += most
         return own, others
 
-    @staticmethod
-    def _order(cq: CQ):
-        # Kueue's CandidatesOrdering: already evicting first, then other queues, lower priority, most recently
-        # admitted.
-        return lambda w: (w.state != EVICTING, w.queue == cq.name, w.priority, -w.admit_t, w.seq)
+    def _ranked(self, cq: CQ, fr: tuple[str, str]) -> Ranked:
+        """`cq`'s admitted workloads on `fr` in candidate order, sorted again only after an admission or release on
+        `fr` (CQ.changes): a search asks for them far more often than they change."""
+        version = cq.changes[fr]
+        key = (cq.idx, fr)
+        ranked = self._ranks.get(key)
+        if ranked is None or ranked.version != version:
+            flavor, resource = fr
+            jobs = sorted((w for w in cq.admitted if w.flavor == flavor and w.resource == resource), key=_rank)
+            ranked = self._ranks[key] = Ranked(version, jobs, [w.priority for w in jobs],
+                                               list(accumulate((w.units for w in jobs), initial=0)))
+        return ranked
 
     def _targets(self, cq: CQ, job: Job, fr: tuple[str, str], available: int | None = None) -> list[Target]:
         spec = cq.spec
         reclaim = spec.reclaim_within_cohort if cq.group.real else "Never"
-        if spec.within_cluster_queue == "Never" and reclaim == "Never":
+        policy = spec.within_cluster_queue
+        if policy == "Never" and reclaim == "Never":
             return []
         self._last_short = self._shortfall(cq, job, fr, available)
         if self._last_short.units:
             return []
-        same = [w for w in cq.admitted if w.flavor == fr[0] and w.resource == fr[1] and w.state != DONE
-                and self._within_allowed(cq, job, w)]
-        others: list[Job] = []
+        priority = job.priority
+        same: list[Job] = []
+        if policy != "Never":
+            ranked = self._ranked(cq, fr)
+            lower = bisect_left(ranked.priorities, priority)
+            same = ranked.jobs[:lower]
+            if policy == "LowerOrNewerEqualPriority":
+                ts = job.ts
+                same += [w for w in ranked.jobs[lower:bisect_right(ranked.priorities, priority, lower)] if ts < w.ts]
+            same = _evicting_first(same)
+        per_queue: list[list[Job]] = []  # each borrowing queue's candidates, in order
         if reclaim != "Never":
             for member in cq.group.members:
                 if member is cq or member.usage.get(fr, 0) <= member.nominal.get(fr, 0):
                     continue
-                others.extend(w for w in member.admitted
-                              if w.flavor == fr[0] and w.resource == fr[1] and w.state != DONE
-                              and (reclaim == "Any" or w.priority < job.priority))
-        if not same and not others:
+                ranked = self._ranked(member, fr)
+                jobs = ranked.jobs if reclaim == "Any" else ranked.jobs[:bisect_left(ranked.priorities, priority)]
+                if jobs:
+                    per_queue.append(_evicting_first(jobs))
+        if not same and not per_queue:
             return []
-        order = self._order(cq)
         if self.fair:
-            return self._fair_targets(cq, job, fr, sorted(same + others, key=order))
+            # Fair sharing takes candidates queue by queue: only the order within each queue matters.
+            return self._fair_targets(cq, job, fr, per_queue + [same] if same else per_queue)
+        if len(per_queue) > 1:
+            others = sorted((w for jobs in per_queue for w in jobs), key=_other_order)
+        else:
+            others = per_queue[0] if per_queue else []
+        # Kueue's candidate variants: with the preemptor within nominal quota after admission all are hierarchical
+        # reclaims (RECLAIM); else each is reclaimed without or while borrowing, ordered the same way.
         advantage = cq.usage[fr] + job.units <= cq.nominal[fr]
         borrow_forbidden = spec.borrow_within_cohort in (None, "Never")
         threshold = spec.borrow_max_priority
-        variants: dict[Job, int] = {}
-        for w in others:
+
+        def variant(w: Job) -> int:
             if advantage:
-                variants[w] = RECLAIM
-            elif borrow_forbidden or w.priority >= job.priority or (threshold is not None and w.priority > threshold):
-                variants[w] = RECLAIM_WITHOUT_BORROWING
-            else:
-                variants[w] = RECLAIM_WHILE_BORROWING
-        hierarchy = sorted((w for w in others if variants[w] == RECLAIM), key=order)
-        by_priority = sorted((w for w in others if variants[w] != RECLAIM), key=order)
-        candidates = hierarchy + by_priority + sorted(same, key=order)
+                return RECLAIM
+            if borrow_forbidden or w.priority >= priority or (threshold is not None and w.priority > threshold):
+                return RECLAIM_WITHOUT_BORROWING
+            return RECLAIM_WHILE_BORROWING
+
+        candidates = others + same
         under_nominal = cq.usage[fr] < cq.nominal[fr]
         if not others or (borrow_forbidden and not under_nominal):
             options = (True,)
-        elif borrow_forbidden and not hierarchy:
+        elif borrow_forbidden and not advantage:
             options = (False, True)
         else:
             options = (True, False)
         for allow_borrowing in options:
-            targets = self._minimal(cq, job, fr, candidates, variants, allow_borrowing)
+            targets = self._minimal(cq, job, fr, candidates, variant, allow_borrowing)
             if targets:
                 return targets
         return []
@@ -181,13 +223,13 @@ class Preemptor(QuotaBook):
     def _remove(self, w: Job, fr, sign: int) -> None:
         self._shift(self.cqs[w.queue], fr, -sign * w.units)
 
-    def _minimal(self, cq, job, fr, candidates, variants, allow_borrowing) -> list[Target]:
+    def _minimal(self, cq, job, fr, candidates, variant, allow_borrowing) -> list[Target]:
         """Remove candidates in order until the job fits, then add back those not needed."""
         removed: list[Job] = []
         fits = False
         for w in candidates:
             if w.queue != cq.name:
-                if allow_borrowing and variants[w] == RECLAIM_WITHOUT_BORROWING:
+                if allow_borrowing and variant(w) == RECLAIM_WITHOUT_BORROWING:
                     continue
                 owner = self.cqs[w.queue]
                 if owner.usage[fr] <= owner.nominal[fr]:
@@ -203,7 +245,7 @@ class Preemptor(QuotaBook):
             self._remove(w, fr, -1)
         if not fits:
             return []
-        return [Target(w, "InClusterQueue" if w.queue == cq.name else REASONS[variants[w]]) for w in removed]
+        return [Target(w, "InClusterQueue" if w.queue == cq.name else REASONS[variant(w)]) for w in removed]
 
     def _fill_back(self, cq, job, fr, removed: list[Job], allow_borrowing: bool) -> list[Job]:
         """Kueue's fillBackWorkloads; returns the still-removed targets (the caller restores them)."""
@@ -216,13 +258,12 @@ class Preemptor(QuotaBook):
                 self._remove(w, fr, +1)
         return removed
 
-    def _fair_targets(self, cq: CQ, job: Job, fr, candidates: list[Job]) -> list[Target]:
+    def _fair_targets(self, cq: CQ, job: Job, fr, candidates: list[list[Job]]) -> list[Target]:
         """Fair-sharing preemption: take from the queue with the highest share while the preemptor's share after
-        admission stays at or below the target's share after the preemption (then below its share before)."""
+        admission stays at or below the target's share after the preemption (then below its share before).
+        `candidates`: each queue's, in order."""
         units = job.units
-        per_queue: dict[str, list[Job]] = {}
-        for w in candidates:
-            per_queue.setdefault(w.queue, []).append(w)
+        per_queue = {jobs[0].queue: list(jobs) for jobs in candidates}
         removed: list[Target] = []
         retry: dict[str, list[Job]] = {}
 
