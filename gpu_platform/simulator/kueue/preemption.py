@@ -225,37 +225,41 @@ class Preemptor(QuotaBook):
 
     def _minimal(self, cq, job, fr, candidates, variant, allow_borrowing) -> list[Target]:
         """Remove candidates in order until the job fits, then add back those not needed."""
+        # The search's inner loop, run for most candidates of most searches: _remove and _fits spelled out.
+        shift, cqs, units = self._shift, self.cqs, job.units
         removed: list[Job] = []
         fits = False
         for w in candidates:
-            if w.queue != cq.name:
+            owner = cqs[w.queue]
+            if owner is not cq:
                 if allow_borrowing and variant(w) == RECLAIM_WITHOUT_BORROWING:
                     continue
-                owner = self.cqs[w.queue]
                 if owner.usage[fr] <= owner.nominal[fr]:
                     continue  # that queue no longer borrows: nothing left to reclaim from it
-            self._remove(w, fr, +1)
+            shift(owner, fr, -w.units)
             removed.append(w)
-            if self._fits(cq, fr, job.units, allow_borrowing):
+            if (allow_borrowing or cq.usage[fr] + units <= cq.nominal[fr]) and units <= self.available(cq, fr):
                 fits = True
                 break
         if fits:
             removed = self._fill_back(cq, job, fr, removed, allow_borrowing)
         for w in removed:
-            self._remove(w, fr, -1)
+            shift(cqs[w.queue], fr, w.units)
         if not fits:
             return []
         return [Target(w, "InClusterQueue" if w.queue == cq.name else REASONS[variant(w)]) for w in removed]
 
     def _fill_back(self, cq, job, fr, removed: list[Job], allow_borrowing: bool) -> list[Job]:
         """Kueue's fillBackWorkloads; returns the still-removed targets (the caller restores them)."""
+        shift, cqs, units = self._shift, self.cqs, job.units
         for i in range(len(removed) - 2, -1, -1):
             w = removed[i]
-            self._remove(w, fr, -1)
-            if self._fits(cq, fr, job.units, allow_borrowing):
+            owner = cqs[w.queue]
+            shift(owner, fr, w.units)
+            if (allow_borrowing or cq.usage[fr] + units <= cq.nominal[fr]) and units <= self.available(cq, fr):
                 del removed[i]
             else:
-                self._remove(w, fr, +1)
+                shift(owner, fr, -w.units)
         return removed
 
     def _fair_targets(self, cq: CQ, job: Job, fr, candidates: list[list[Job]]) -> list[Target]:
