@@ -10,7 +10,6 @@ LessThanOrEqualToFinalShare then LessThanInitialShare rules pick targets by domi
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from itertools import accumulate
 from typing import NamedTuple
 
 from gpu_platform.simulator.engine import EVICTING, Job, Simulation
@@ -45,12 +44,11 @@ NO_SHORTFALL = Shortfall(None, None, 0)
 
 class Ranked(NamedTuple):
     """A queue's admitted workloads on one flavor resource in candidate order (evicting ones aside), as of its
-    `version` (CQ.changes), with their priorities and the running sum of their units (`summed[i]`: the first i)."""
+    `version` (CQ.changes), with their priorities."""
 
     version: int
     jobs: list[Job]
     priorities: list[int]
-    summed: list[int]
 
 
 def _rank(w: Job) -> tuple:
@@ -106,16 +104,21 @@ class Preemptor(QuotaBook):
         return not self.fair and cq.usage[fr] + units > cq.nominal[fr] and cq.spec.borrow_within_cohort in (
             None, "Never")
 
-    def _own_evictable(self, cq: CQ, job: Job, fr: tuple[str, str]) -> int:
+    @staticmethod
+    def _own_evictable(cq: CQ, job: Job, fr: tuple[str, str]) -> int:
         """Usage of its own queue the job's withinClusterQueue policy allows it to evict (at most)."""
         policy = cq.spec.within_cluster_queue
+        priority = job.priority
+        own = 0
         if policy == "LowerPriority":
-            ranked = self._ranked(cq, fr)
-            return ranked.summed[bisect_left(ranked.priorities, job.priority)]
-        if policy == "LowerOrNewerEqualPriority":
-            ranked = self._ranked(cq, fr)
-            return ranked.summed[bisect_right(ranked.priorities, job.priority)]
-        return 0
+            for p, u in cq.prio_usage[fr].items():
+                if p < priority:
+                    own += u
+        elif policy == "LowerOrNewerEqualPriority":
+            for p, u in cq.prio_usage[fr].items():
+                if p <= priority:
+                    own += u
+        return own
 
     def _evictable(self, cq: CQ, job: Job, fr: tuple[str, str]) -> tuple[int, int]:
         """Usage the job's preemption policies allow it to evict: in its own queue, and borrowed by others."""
@@ -136,10 +139,7 @@ class Preemptor(QuotaBook):
                 sizes = m.sizes[fr]
                 most = borrowed + (max(sizes) if sizes else 1) - 1
                 if reclaim == "LowerPriority":
-                    ranked = self._ranked(m, fr)
-                    lower = ranked.summed[bisect_left(ranked.priorities, priority)]
-                    if lower < most:
-                        most = lower
+                    most = min(most, sum(u for p, u in m.prio_usage[fr].items() if p < priority))
                 others += most
         return own, others
 
@@ -152,8 +152,7 @@ class Preemptor(QuotaBook):
         if ranked is None or ranked.version != version:
             flavor, resource = fr
             jobs = sorted((w for w in cq.admitted if w.flavor == flavor and w.resource == resource), key=_rank)
-            ranked = self._ranks[key] = Ranked(version, jobs, [w.priority for w in jobs],
-                                               list(accumulate((w.units for w in jobs), initial=0)))
+            ranked = self._ranks[key] = Ranked(version, jobs, [w.priority for w in jobs])
         return ranked
 
     def _targets(self, cq: CQ, job: Job, fr: tuple[str, str], available: int | None = None) -> list[Target]:
