@@ -494,9 +494,8 @@ def test_per_job_priorities_preempt_as_in_real_kueue(control_plane, helm):
     }
     (real_kueue.folder / "per-job-priorities.json").write_text(json.dumps(figures, indent=1))
     print(json.dumps(figures, indent=1))
-    # Measured (docs/simulator.md): real Kueue evicted 28 and 35 times in two runs, the simulator 32; pair
-    # order 0.998 and 0.995. Each job's own
-    # priority makes the churn the stress benchmark pays for: it is Kueue's, not the simulator's.
+    # Measured (docs/simulator.md): real Kueue evicted 28 and 35 times in two runs, the simulator 32; pair order
+    # 0.998 and 0.995. The churn a priority per job makes, which the stress benchmarks pay for, is Kueue's own.
     assert figures["pair order agreement"] >= 0.9, figures
     assert figures["evictions real"] >= PER_JOB // 2, figures
     assert 2 / 3 <= figures["evictions simulated"] / figures["evictions real"] <= 1.5, figures
