@@ -55,8 +55,9 @@ def test_bench_scenario_entry_point():
     (False, True, "LowerPriority"), (False, True, "Never"),
 ])
 def test_fast_paths_change_no_outcome(fair, mixed, reclaim):
-    # The preemption-search bound and the parking of heads until the cohort has enough free are shortcuts: with them
-    # off (every head re-evaluated after any release, every search run), every admission and eviction is the same.
+    # The preemption-search bound, its first try among candidates already evicting and the parking of heads until the
+    # cohort has enough free are shortcuts: with them off (every head re-evaluated after any release, every search run
+    # in full), every admission and eviction is the same.
     # Also with per-job priorities (three classes, or a random integer each), and when a head that lacks units still
     # holds quota back each cycle (reclaimWithinCohort not Any), which parking used to skip.
     import random
@@ -79,6 +80,7 @@ def test_fast_paths_change_no_outcome(fair, mixed, reclaim):
         if exhaustive:
             sim.scheduler._deficit = lambda cq, job: ANY_RELEASE
             sim.scheduler._shortfall = lambda cq, job, fr, available=None: Shortfall(job, fr, 0)
+            sim.scheduler._among_evicting = lambda *args: []
         events = []
         admit, evict = sim.admit, sim.evict
         sim.admit = lambda job, *a, **kw: (events.append(("admit", sim.now, job.id)), admit(job, *a, **kw))

@@ -201,16 +201,9 @@ class Preemptor(QuotaBook):
         else:
             options = (True, False)
         if borrowers:
-            # Candidates already evicting come first. A preemptor waiting for its targets' pods to go (about half of
-            # all searches with a priority per job) mostly fits among those of other queues, and the search then
-            # ends the same without ordering the rest.
-            evicting = [w for jobs in borrowers for w in jobs if w.state == EVICTING]
-            if evicting:
-                if len(borrowers) > 1:
-                    evicting.sort(key=_rank)
-                targets = self._minimal(cq, job, fr, evicting, variant, options[0])
-                if targets:
-                    return targets
+            targets = self._among_evicting(cq, job, fr, borrowers, variant, options[0])
+            if targets:
+                return targets
             if len(borrowers) > 1:
                 others = sorted((w for jobs in borrowers for w in jobs), key=_other_order)
             else:
@@ -225,6 +218,18 @@ class Preemptor(QuotaBook):
             if targets:
                 return targets
         return []
+
+    def _among_evicting(self, cq: CQ, job: Job, fr: tuple[str, str], borrowers: list[list[Job]], variant,
+                        allow_borrowing: bool) -> list[Target]:
+        """The search's targets when it ends among the candidates it takes first, those of other queues already
+        evicting; else []. A preemptor waiting for its targets' pods to go (about half of all searches with a
+        priority per job) mostly fits there, and then the rest need not be ordered."""
+        evicting = [w for jobs in borrowers for w in jobs if w.state == EVICTING]
+        if not evicting:
+            return []
+        if len(borrowers) > 1:
+            evicting.sort(key=_rank)
+        return self._minimal(cq, job, fr, evicting, variant, allow_borrowing)
 
     def _same(self, cq: CQ, job: Job, fr: tuple[str, str]) -> list[Job]:
         """The candidates in the job's own queue its withinClusterQueue policy allows, in Kueue's order."""
