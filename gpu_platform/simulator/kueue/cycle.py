@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from operator import attrgetter
 from typing import NamedTuple
 
 from gpu_platform.simulator.engine import ADMITTED, EVICTING, QUEUED, RUNNING, Job, Simulation
@@ -41,6 +42,8 @@ from gpu_platform.simulator.kueue.quota import CQ, NEVER, Failure, Pending
 from gpu_platform.simulator.ratelimit import TokenBucket
 from gpu_platform.simulator.scheduler import Blocked, register
 
+
+BY_INDEX = attrgetter("idx")  # Kueue's order of ClusterQueues in a cycle
 
 # A Failure's fields after `version` and `seq` for a head any release may admit (no shortcut).
 ANY_RELEASE = (None, 0, 0, 0, 0, 0)
@@ -75,7 +78,6 @@ class KueueScheduler(FlavorAssigner):
         # Preemptors waiting for their targets' pods to go, per queue: what those free is held for them
         # (kueue#13797), so a borrower cannot take it back between two targets' evictions.
         self.waiting: dict[CQ, Waiting] = {}
-        self.held: dict[tuple[int, tuple[str, str]], int] = {}  # this cycle's holds per cohort and resource
         self.held_before: dict[CQ, int] = {}  # the last cycle's hold per waiting queue
         # Jobs no admission can ever take, reported up front; they still queue, as they would in Kueue.
         self.blocked: list[Blocked] = []
@@ -174,23 +176,25 @@ class KueueScheduler(FlavorAssigner):
         # What evictions in flight free is held for the preemptor waiting on them (kueue#13797), so a borrower
         # cannot take it back between two targets' evictions; a queue's own hold is its head's to use.
         holds: dict[CQ, Reservation] = {}
-        self.held.clear()
+        held_before, self.held_before = self.held_before, {}
         self.holding = True
         for cq, (job, fr) in list(self.waiting.items()):
             if job.state != QUEUED:
                 del self.waiting[cq]
-            else:
-                hold = holds[cq] = Reservation(cq, fr, max(0, min(job.units, self.available(cq, fr))))
-                self._shift(cq, fr, hold.amount)
-                key = (id(cq.group), fr)
-                self.held[key] = self.held.get(key, 0) + hold.amount
-                growth = hold.amount - self.held_before.get(cq, 0)
-                if growth > 0:  # a hold raises its queue's usage as an admission does
-                    self._expose(cq, fr, growth)
-        self.held_before = {cq: hold.amount for cq, hold in holds.items()}
+                continue
+            amount = self.available(cq, fr)
+            if amount > job.units:
+                amount = job.units
+            elif amount < 0:
+                amount = 0
+            holds[cq] = Reservation(cq, fr, amount)
+            self.held_before[cq] = amount
+            self._shift(cq, fr, amount)
+            if amount > held_before.get(cq, 0):  # a hold raises its queue's usage as an admission does
+                self._expose(cq, fr, amount - held_before.get(cq, 0))
         self._settle(holds)
         entries = []
-        for cq in sorted(self.dirty, key=lambda c: c.idx):
+        for cq in sorted(self.dirty, key=BY_INDEX):
             hold = holds.get(cq)
             if hold:
                 self._shift(cq, hold.fr, -hold.amount)
@@ -329,13 +333,22 @@ class KueueScheduler(FlavorAssigner):
         return max(0, min(units, cq.nominal[fr] - cq.usage[fr]))
 
     def _fits_without(self, cq: CQ, fr, units: int, removed: list[Job]) -> bool:
+        # Only workloads of `fr` in `cq`'s cohort change what it can take, and one shift by their sum per queue
+        # moves the cohort's usage as a shift per workload does.
+        group, flavor, resource = cq.group, fr[0], fr[1]
+        freed: dict[CQ, int] = {}
         for w in removed:
-            self._shift(self.cqs[w.queue], (w.flavor, w.resource), -w.units)
+            if w.resource == resource and w.flavor == flavor:
+                other = self.cqs[w.queue]
+                if other.group is group:
+                    freed[other] = freed.get(other, 0) + w.units
+        for other, amount in freed.items():
+            self._shift(other, fr, -amount)
         try:
             return units <= self.available(cq, fr)
         finally:
-            for w in removed:
-                self._shift(self.cqs[w.queue], (w.flavor, w.resource), w.units)
+            for other, amount in freed.items():
+                self._shift(other, fr, amount)
 
     def _nominate(self, cq: CQ) -> Entry | None:
         cq.wake = None
@@ -358,7 +371,7 @@ class KueueScheduler(FlavorAssigner):
         wake: dict[tuple[str, str], tuple[int, int]] | None = {}  # CQ.wake, once every head ends parked
         heads = cq.heads
         if heads is None:  # a queue is nominated again after every release in its cohort: sort only after a change
-            heads = cq.heads = sorted(heap[0] for heap in cq.buckets.values())
+            heads = cq.heads = sorted([heap[0] for heap in cq.buckets.values()])
         for head in heads:
             job = head.job
             fail = fails.get(job.bucket)
@@ -413,10 +426,15 @@ class KueueScheduler(FlavorAssigner):
     def _first_look(self, cq: CQ, job: Job, failed: list[Job], version: int) -> Entry | Failure:
         """Evaluate a head (unless it is no easier than one that just failed): its entry, or why it is parked."""
         fails = cq.fails
-        # (Not on TAS flavors: more units can mean smaller pods, which may fit where larger ones did not.)
-        dominant = failed and next((f for f in failed if f.resource == job.resource and f.pools == job.pools
-                                    and f.units <= job.units and f.priority >= job.priority
-                                    and not any(self._tas(fr) for fr in cq.frs[f.bucket])), None)
+        dominant = None
+        for f in failed:
+            if f.resource == job.resource and f.pools == job.pools and f.units <= job.units \
+                    and f.priority >= job.priority:
+                # Not on TAS flavors: more units can mean smaller pods, which may fit where larger ones did not.
+                # (The same queue, resource and pools: `f` has the job's flavors.)
+                if not any(self._tas(fr) for fr in cq.frs[job.bucket]):
+                    dominant = f
+                break
         if dominant:
             # No easier than a head that just failed (more units, no higher priority): parked as long.
             fail = fails[job.bucket] = fails[dominant.bucket].for_head(job.seq)
