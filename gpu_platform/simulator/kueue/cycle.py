@@ -78,7 +78,7 @@ class KueueScheduler(FlavorAssigner):
         # Preemptors waiting for their targets' pods to go, per queue: what those free is held for them
         # (kueue#13797), so a borrower cannot take it back between two targets' evictions.
         self.waiting: dict[CQ, Waiting] = {}
-        self.held_before: dict[CQ, int] = {}  # the last cycle's hold per waiting queue
+        self.held_before: dict[CQ, Reservation] = {}  # the last cycle's hold per waiting queue
         # Jobs no admission can ever take, reported up front; they still queue, as they would in Kueue.
         self.blocked: list[Blocked] = []
         self._limits_cache: dict[CQ, dict[tuple, tuple | None]] = {}
@@ -176,7 +176,7 @@ class KueueScheduler(FlavorAssigner):
         # What evictions in flight free is held for the preemptor waiting on them (kueue#13797), so a borrower
         # cannot take it back between two targets' evictions; a queue's own hold is its head's to use.
         holds: dict[CQ, Reservation] = {}
-        held_before, self.held_before = self.held_before, {}
+        held_before = self.held_before
         self.holding = True
         for cq, (job, fr) in list(self.waiting.items()):
             if job.state != QUEUED:
@@ -187,11 +187,21 @@ class KueueScheduler(FlavorAssigner):
                 amount = job.units
             elif amount < 0:
                 amount = 0
-            holds[cq] = Reservation(cq, fr, amount)
-            self.held_before[cq] = amount
+            before = held_before.get(cq)
+            if before is None:
+                hold = Reservation(cq, fr, amount)
+                growth = amount
+            elif before.amount != amount or before.fr != fr:
+                hold = Reservation(cq, fr, amount)
+                growth = amount - before.amount
+            else:  # most holds stay as they were from one cycle to the next: no new one
+                hold = before
+                growth = 0
+            holds[cq] = hold
             self._shift(cq, fr, amount)
-            if amount > held_before.get(cq, 0):  # a hold raises its queue's usage as an admission does
-                self._expose(cq, fr, amount - held_before.get(cq, 0))
+            if growth > 0:  # a hold raises its queue's usage as an admission does
+                self._expose(cq, fr, growth)
+        self.held_before = dict(holds)
         self._settle(holds)
         entries = []
         for cq in sorted(self.dirty, key=BY_INDEX):
@@ -272,7 +282,8 @@ class KueueScheduler(FlavorAssigner):
                 # Still waiting for the targets' pods to go: nothing to do until the cohort's usage changes.
                 if not cq.strict:
                     cq.sticky = job
-                self.waiting[cq] = Waiting(job, fr)
+                if not waiting or self.waiting[cq].fr != fr:
+                    self.waiting[cq] = Waiting(job, fr)
                 self._reserve(cq, fr, max(0, min(job.units, self.available(cq, fr))), reserved)
                 self.dirty.discard(cq)
                 continue
