@@ -198,7 +198,8 @@ class KueueScheduler(FlavorAssigner):
                 hold = before
                 growth = 0
             holds[cq] = hold
-            self._shift(cq, fr, amount)
+            if amount:
+                self._shift(cq, fr, amount)
             if growth > 0:  # a hold raises its queue's usage as an admission does
                 self._expose(cq, fr, growth)
         self.held_before = dict(holds)
@@ -206,12 +207,13 @@ class KueueScheduler(FlavorAssigner):
         entries = []
         for cq in sorted(self.dirty, key=BY_INDEX):
             hold = holds.get(cq)
-            if hold:
+            if hold and hold.amount:
                 self._shift(cq, hold.fr, -hold.amount)
             entry = self._nominate(cq)
             if hold:
                 if entry is not None and entry.job is self.waiting[cq].job:
-                    self._shift(cq, hold.fr, hold.amount)
+                    if hold.amount:
+                        self._shift(cq, hold.fr, hold.amount)
                 else:  # the waiting head became inadmissible: it stops holding
                     del holds[cq], self.waiting[cq]
             if entry is None:
@@ -225,7 +227,8 @@ class KueueScheduler(FlavorAssigner):
                 if e.job.state == QUEUED:
                     self._status_patch(e.job)
         for cq, fr, amount in reserved:
-            self._shift(cq, fr, -amount)
+            if amount:  # (a waiting preemptor's hold is often nothing: the cohort has no quota free)
+                self._shift(cq, fr, -amount)
         self.holding = False
         self._charge_writes(t)
 
@@ -404,12 +407,12 @@ class KueueScheduler(FlavorAssigner):
                         refreshed = fail
                     else:
                         refreshed = None
+                elif self._recheck(cq, job, fail):
+                    refreshed = fail
+                    failed.append(job)
+                    self._status_patch(job)
                 else:
-                    refreshed = self._recheck(cq, job, fail)
-                    if refreshed is not None:
-                        fail = fails[job.bucket] = refreshed
-                        failed.append(job)
-                        self._status_patch(job)
+                    refreshed = None
                 if refreshed is None:
                     fail = self._first_look(cq, job, failed, version)
                     if isinstance(fail, Entry):
@@ -512,19 +515,23 @@ class KueueScheduler(FlavorAssigner):
             need_exposed = NEVER
         return fr, cq.changes[fr], need_free, need_exposed, others, exposed
 
-    def _recheck(self, cq: CQ, job: Job, fail: Failure) -> Failure | None:
-        """A parked head's Failure brought up to date without its evaluation after its own queue's usage changed,
-        when its quota now shows its preemption search still lacks units; else None (evaluate it). What it could
-        reclaim from other queues is taken at most what it was plus what was exposed since."""
+    def _recheck(self, cq: CQ, job: Job, fail: Failure) -> bool:
+        """Bring a parked head's Failure up to date without its evaluation after its own queue's usage changed, when
+        its quota now shows its preemption search still lacks units; else False (evaluate it). What it could reclaim
+        from other queues is taken at most what it was plus what was exposed since."""
         fr, units = fail.fr, job.units
         available = self.available(cq, fr)
         if units <= available:
-            return None
+            return False
         others = fail.others + cq.group.exposed.get(fr, 0) - fail.exposed
         own = self._own_evictable(cq, job, fr)
         if not self._lacking(cq, units, fr, available, own, others):
-            return None
-        return Failure(cq.group.version, job.seq, *self._needs(cq, job, fr, own, others))
+            return False
+        # Updated in place: about one recheck per admission, and a new Failure each time showed in the profile.
+        fail.version = cq.group.version
+        fail.fr, fail.changes, fail.need_free, fail.need_exposed, fail.others, fail.exposed = self._needs(
+            cq, job, fr, own, others)
+        return True
 
     def _admit(self, cq: CQ, job: Job, fr: tuple[str, str], t: float, nodes=ANYWHERE) -> None:
         heap = cq.buckets[job.bucket]
