@@ -270,7 +270,8 @@ class KueueScheduler(FlavorAssigner):
             waiting = cq in self.waiting and self.waiting[cq].job is job
             if waiting and cq in holds:  # the held quota is this entry's to use now
                 hold = holds.pop(cq)
-                self._shift(cq, hold.fr, -hold.amount)
+                if hold.amount:
+                    self._shift(cq, hold.fr, -hold.amount)
                 reserved.remove(hold)
             if e.mode == PREEMPT and not e.targets:
                 if waiting:
@@ -280,7 +281,7 @@ class KueueScheduler(FlavorAssigner):
                 if cq.spec.reclaim_within_cohort != "Any":
                     self._reserve(cq, fr, self._to_reserve(e), reserved)
                 continue
-            targets = [w for w, _ in e.targets]
+            targets = [w for w, _ in e.targets] if e.targets else ()
             if e.mode == PREEMPT and all(w.state == EVICTING for w in targets):
                 # Still waiting for the targets' pods to go: nothing to do until the cohort's usage changes.
                 if not cq.strict:
@@ -290,7 +291,7 @@ class KueueScheduler(FlavorAssigner):
                 self._reserve(cq, fr, max(0, min(job.units, self.available(cq, fr))), reserved)
                 self.dirty.discard(cq)
                 continue
-            if any(id(w) in preempted for w in targets):
+            if preempted and targets and any(id(w) in preempted for w in targets):
                 continue  # overlapping targets with an earlier entry of this cycle
             if not self._fits_without(cq, fr, job.units, [*preempted.values(), *targets]):
                 continue  # no longer fits after this cycle's earlier entries; stays at the head
@@ -350,6 +351,8 @@ class KueueScheduler(FlavorAssigner):
         # Only workloads of `fr` in `cq`'s cohort change what it can take, and one shift by their sum per queue
         # moves the cohort's usage as a shift per workload does.
         group, flavor, resource = cq.group, fr[0], fr[1]
+        if not removed:
+            return units <= self.available(cq, fr)
         freed: dict[CQ, int] = {}
         for w in removed:
             if w.resource == resource and w.flavor == flavor:
