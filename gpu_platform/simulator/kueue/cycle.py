@@ -233,7 +233,10 @@ class KueueScheduler(FlavorAssigner):
         self._charge_writes(t)
 
     def _holds_ahead(self, group) -> bool:
-        return any(cq.group is group for cq in self.waiting)
+        for cq in self.waiting:  # (a loop: called on every release, and a generator showed in the profile)
+            if cq.group is group:
+                return True
+        return False
 
     def _settle(self, holds: dict[CQ, Reservation]) -> None:
         """The queues left undecided after a release (_wake_parked) are nominated in this cycle if a parked head may
