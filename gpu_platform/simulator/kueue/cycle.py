@@ -351,11 +351,11 @@ class KueueScheduler(FlavorAssigner):
         return max(0, min(units, cq.nominal[fr] - cq.usage[fr]))
 
     def _fits_without(self, cq: CQ, fr, units: int, removed: list[Job]) -> bool:
+        if not removed:
+            return units <= self.available(cq, fr)
         # Only workloads of `fr` in `cq`'s cohort change what it can take, and one shift by their sum per queue
         # moves the cohort's usage as a shift per workload does.
         group, flavor, resource = cq.group, fr[0], fr[1]
-        if not removed:
-            return units <= self.available(cq, fr)
         freed: dict[CQ, int] = {}
         for w in removed:
             if w.resource == resource and w.flavor == flavor:
