@@ -254,8 +254,6 @@ class Simulation:
         self.pools_of = {name: f.pool for name, f in model.flavors.items() if name != ANY_FLAVOR}
         self.ready_timeout = model.gang.timeout_s if model.scheduler == "kueue" and model.gang.enabled else None
         self.now = 0.0
-        self.cycle_at: float | None = None
-        self.last_cycle = -math.inf
         self.cycles = 0
         n = len(self.teams)
         self.alloc = [0.0] * n
@@ -298,10 +296,20 @@ class Simulation:
         scheduler = self.scheduler
         horizon = math.inf if self.horizon is None else self.horizon
         check = self.check
+        cycle_s = self.timing.cycle_s
+        # The next cycle is kept out of the heap, which saves a push and a pop per cycle: there is at most one, and
+        # it goes after every event of its instant, CYCLE being the last kind.
+        cycle_at: float | None = None
+        last_cycle = -math.inf
         every = PROGRESS_EVERY if progress is not None else 0
         countdown = every
-        while events:
-            t, kind, _, job, run = heapq.heappop(events)
+        while True:
+            if events and (cycle_at is None or events[0][0] <= cycle_at):
+                t, kind, _, job, run = heapq.heappop(events)
+            elif cycle_at is not None:
+                t, kind, cycle_at = cycle_at, CYCLE, None
+            else:
+                break
             if every:
                 countdown -= 1
                 if not countdown:
@@ -314,8 +322,7 @@ class Simulation:
                 break
             if kind == CYCLE:
                 self.now = t
-                self.cycle_at = None
-                self.last_cycle = t
+                last_cycle = t
                 self.cycles += 1
                 scheduler.cycle(t)
                 for group in self.touched:
@@ -355,14 +362,12 @@ class Simulation:
                 break
             if kind != CYCLE:
                 self.changes += 1
-            if self.cycle_at is None and scheduler.wants_cycle():
-                c = self.timing.cycle_s
-                self.cycle_at = max(math.ceil(t / c - 1e-9) * c, self.last_cycle + c, scheduler.busy_until())
-                self.push(self.cycle_at, CYCLE)
+            if cycle_at is None and scheduler.wants_cycle():
+                cycle_at = max(math.ceil(t / cycle_s - 1e-9) * cycle_s, last_cycle + cycle_s, scheduler.busy_until())
             if check:
                 self._check()
         end = self.now if self.horizon is None or self.livelock is not None else max(self.now, self.horizon)
-        return self._result(end)
+        return self._result(end, drained=not events and cycle_at is None)
 
     def _push_arrival(self, arrivals) -> None:
         job = next(arrivals, None)
@@ -664,7 +669,7 @@ class Simulation:
                 raise AssertionError(f"{group.pool}/{group.resource}: bound beyond capacity")
         self.scheduler.check()
 
-    def _result(self, end: float) -> SimResult:
+    def _result(self, end: float, drained: bool) -> SimResult:
         for team in range(len(self.teams)):
             self.alloc_area[team] += self.alloc[team] * (end - self.alloc_since[team])
             self.usage_area[team] += self.usage[team] * (end - self.usage_since[team])
@@ -675,7 +680,7 @@ class Simulation:
             groups[f"{group.pool}/{group.resource}"] = {
                 "capacity_gpus": group.capacity * group.eq, "used_gpu_s": group.used_area * group.eq,
                 "idle_pending_gpu_s": group.idle_area * group.eq}
-        stalled = sum(1 for j in self.jobs if j.state == ADMITTED) if not self.events else 0
+        stalled = sum(1 for j in self.jobs if j.state == ADMITTED) if drained else 0
         model = self.model
         nominal = []
         for name in self.teams:
