@@ -500,7 +500,7 @@ class Simulation:
     def _bind(self, job: Job, group: NodeGroup, node: int, size: int, t: float) -> None:
         self._group_used(group, t)
         group.take(node, size)
-        self._refresh(group, t, demand=-size)
+        self._refresh(group, t, -size)
         job.bound.append((node, size))
         self._alloc(job.team, size * group.eq, t)
 
@@ -618,7 +618,7 @@ class Simulation:
         team = job.team
         self.usage_area[team] += self.usage[team] * (t - self.usage_since[team])
         self.usage_since[team] = t
-        group = self.groups.get((self.flavor_pool(job.flavor), job.resource))
+        group = self.groups.get((self.pools_of.get(job.flavor), job.resource))
         self.usage[team] += sign * job.units * (group.eq if group else 1.0)
 
     def flavor_pool(self, flavor: str | None) -> str | None:
@@ -629,10 +629,10 @@ class Simulation:
         unbound pods once admitted."""
         if job.state in (QUEUED, BACKOFF):
             for group in job.cand_groups:
-                self._refresh(group, self.now, demand=sign * job.units)
+                self._refresh(group, self.now, sign * job.units)
         elif job.state == ADMITTED and job.group is not None and job.waiting:
             size = pods_for(job.units, job.group.cap)[0]
-            self._refresh(job.group, self.now, demand=sign * size * job.waiting)
+            self._refresh(job.group, self.now, sign * size * job.waiting)
 
     def _refresh(self, group: NodeGroup, t: float, demand: int = 0) -> None:
         """Keep the integral over time of min(idle units, waiting demand), per group (in units) and overall (in
