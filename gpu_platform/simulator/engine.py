@@ -12,7 +12,7 @@ import itertools
 import math
 from array import array
 from bisect import insort
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from gpu_platform.simulator.errors import SimulationError
@@ -318,7 +318,7 @@ class Simulation:
             if t > horizon:
                 self.now = horizon
                 if kind == ARRIVAL:
-                    self._push_arrival(arrivals)  # the jobs still to arrive are events left, as _result counts them
+                    self._push_arrival(arrivals)  # jobs still to arrive are events left: the run is not drained
                 break
             if kind == CYCLE:
                 self.now = t
@@ -369,7 +369,7 @@ class Simulation:
         end = self.now if self.horizon is None or self.livelock is not None else max(self.now, self.horizon)
         return self._result(end, drained=not events and cycle_at is None)
 
-    def _push_arrival(self, arrivals) -> None:
+    def _push_arrival(self, arrivals: Iterator[Job]) -> None:
         job = next(arrivals, None)
         if job is not None:
             self.push(job.submit, ARRIVAL, job)
@@ -670,6 +670,7 @@ class Simulation:
         self.scheduler.check()
 
     def _result(self, end: float, drained: bool) -> SimResult:
+        """`drained`: no event was left to play, so a job still admitted will never start."""
         for team in range(len(self.teams)):
             self.alloc_area[team] += self.alloc[team] * (end - self.alloc_since[team])
             self.usage_area[team] += self.usage[team] * (end - self.usage_since[team])

@@ -15,7 +15,7 @@ class TokenBucket:
         self.qps, self.burst = qps, burst
         self.tat = -math.inf  # the theoretical arrival time of the next write
         self.free = -math.inf  # when every write so far went through
-        # Fixed per bucket, and computed by the same operations take() did on every call, so results are unchanged.
+        # The divisions take() would repeat on every write, done once: the same operations, so the same results.
         self.interval = 1 / qps if qps else 0.0
         self.slack = (max(burst, 1) - 1) / qps if qps else 0.0
 
@@ -23,9 +23,7 @@ class TokenBucket:
         """Pass `count` writes issued at `t`; returns when the last went through."""
         if not self.qps or not count:
             return t
-        tat = self.tat if self.tat > t else t
-        if count > 1:  # adding 0.0 for a single write would change nothing
-            tat += (count - 1) / self.qps
+        tat = (self.tat if self.tat > t else t) + (count - 1) / self.qps
         self.tat = tat + self.interval
         free = tat - self.slack
         if t > free:
