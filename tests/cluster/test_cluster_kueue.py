@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import time
 
 import pytest
@@ -448,3 +449,53 @@ def test_fair_sharing_churn_happens_in_real_kueue_too(kueue, plan):
     long_jobs = {"c0", "c1", "c2"}
     assert sim_churn == {f"c{i}" for i in range(3, 9)} and not long_jobs & real_churn, figures
     assert {"c3", "c6"} <= real_churn <= sim_churn and not {"c4", "c5"} & real_churn, figures
+
+
+# ---- a priority per job: the preemptions of the simulator's stress traces, through both ------------------------
+
+CLASSICAL = "azure-prod"  # two queues sharing H100s by classical preemption (reclaimWithinCohort Any, no fair sharing)
+PER_JOB = 30
+
+
+def per_job_priority_trace(plan: dict, pool: str) -> list[TraceJob]:
+    """The shape of the simulator's random-integer stress case (bench_scenario's jobs, each with its own priority
+    drawn as there), cut to a pool both queues share: gangs of 1 to 8 GPUs, one every 2 s, dealt alternately."""
+    teams = [name for name, spec in queues(plan).items() if (quota(spec, pool) or {}).get("nominalQuota")]
+    rng = random.Random(1)
+    return [TraceJob(job_id=f"p{i:02d}", team=teams[i % len(teams)], submit_s=SPACING_S * i,
+                     duration_s=float(rng.randint(10, 30)), units=rng.choice((1, 2, 4, 8)), pool=pool,
+                     priority=rng.randint(0, 1_000_000)) for i in range(PER_JOB)]
+
+
+def test_per_job_priorities_preempt_as_in_real_kueue(control_plane, helm):
+    plan = plan_stack(CLASSICAL).to_json()
+    pool = "h100-train"
+    trace = per_job_priority_trace(plan, pool)
+    assert len({j.team for j in trace}) == 2, f"{CLASSICAL}'s {pool} is shared by two queues"
+    model = load_model(plan).with_nodes({pool: 4 * sum(j.units for j in trace)})  # quota alone, as in Kueue
+    sim = {j.id: j for j in simulate(model, trace, KUEUE_CALIBRATED).jobs}
+    real_kueue = start_kueue(control_plane, CLASSICAL, plan, helm)
+    try:
+        real = replay(real_kueue, plan, trace, {q: namespace_of(plan, q) for q in queues(plan)},
+                      timeout=sum(j.duration_s for j in trace) + 300)
+    finally:
+        real_kueue.cluster.close()
+    sim_first = {n: j.first_start for n, j in sim.items()}
+    real_first = {n: r.admissions[0] for n, r in real.items()}
+    figures = {
+        "jobs": len(trace), "pair order agreement": round(concordance(real_first, sim_first), 3),
+        "evictions real": sum(r.evictions for r in real.values()),
+        "evictions simulated": sum(j.evictions for j in sim.values()),
+        "admissions real": sum(len(r.admissions) for r in real.values()),
+        "per job": {n: {"team": j.team, "units": j.units, "priority": j.priority,
+                        "sim": round(sim_first[n], 1), "real": round(real_first[n], 1),
+                        "sim evictions": sim[n].evictions, "real evictions": real[n].evictions}
+                    for n, j in ((tj.job_id, tj) for tj in trace)},
+    }
+    (real_kueue.folder / "per-job-priorities.json").write_text(json.dumps(figures, indent=1))
+    print(json.dumps(figures, indent=1))
+    # Measured (docs/simulator.md): real Kueue evicted 28 and 35 times in two runs, the simulator 32; pair order
+    # 0.998 and 0.995. The churn a priority per job makes, which the stress benchmarks pay for, is Kueue's own.
+    assert figures["pair order agreement"] >= 0.9, figures
+    assert figures["evictions real"] >= PER_JOB // 2, figures
+    assert 2 / 3 <= figures["evictions simulated"] / figures["evictions real"] <= 1.5, figures

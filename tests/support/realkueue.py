@@ -264,6 +264,17 @@ class Replayed:
     finished: float | None = None
 
 
+def priority_classes(real: RealKueue, trace: list) -> dict[int, str]:
+    """A WorkloadPriorityClass for each integer priority of the trace (the simulator reads an integer as the
+    workload's priority value), created before the replay starts so no creation is counted as Kueue's latency."""
+    values = sorted({j.priority for j in trace if isinstance(j.priority, int)})
+    names = {v: f"replay-{v}" for v in values}
+    if values:
+        real.cluster.apply([{"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass",
+                             "metadata": {"name": name}, "value": v} for v, name in names.items()])
+    return names
+
+
 def replay(real: RealKueue, plan: dict, trace: list, namespaces: dict[str, str], timeout: float,
            poll_s: float = 0.1) -> dict[str, Replayed]:
     """Run trace jobs (`TraceJob`s, times in wall-clock seconds) through the real Kueue: each is created at its
@@ -271,6 +282,7 @@ def replay(real: RealKueue, plan: dict, trace: list, namespaces: dict[str, str],
     finishes. A preempted job starts over when it is admitted again, as the simulator assumes (no checkpoints).
     Admission is read from the Workloads every `poll_s`, so times are as precise as one poll plus one request."""
     per_node = {p["poolName"]: p["advertised"] for p in node_pools(plan)}
+    classes = priority_classes(real, trace)
     state = {j.job_id: Replayed() for j in trace}
     by_id = {j.job_id: j for j in trace}
     pending = sorted(trace, key=lambda j: j.submit_s)
@@ -286,7 +298,7 @@ def replay(real: RealKueue, plan: dict, trace: list, namespaces: dict[str, str],
             size = math.gcd(units, int(per_node[tj.pool].get("nvidia.com/gpu", units)))
             ns = namespaces[tj.team]
             real.api("POST", f"/apis/batch/v1/namespaces/{ns}/jobs",
-                     job(ns, tj.job_id, size, pods=units // size, pool=tj.pool))
+                     job(ns, tj.job_id, size, pods=units // size, pool=tj.pool, priority=classes.get(tj.priority)))
             state[tj.job_id].submitted = time.monotonic() - start
         seen = real.api("GET", f"/apis/{KUEUE_API}/workloads")["items"]
         now = time.monotonic() - start
