@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from operator import attrgetter
 from typing import NamedTuple
 
 from gpu_platform.simulator.engine import ADMITTED, EVICTING, QUEUED, RUNNING, Job, Simulation
@@ -41,6 +42,8 @@ from gpu_platform.simulator.kueue.quota import CQ, NEVER, Failure, Pending
 from gpu_platform.simulator.ratelimit import TokenBucket
 from gpu_platform.simulator.scheduler import Blocked, register
 
+
+BY_INDEX = attrgetter("idx")  # Kueue's order of ClusterQueues in a cycle
 
 # A Failure's fields after `version` and `seq` for a head any release may admit (no shortcut).
 ANY_RELEASE = (None, 0, 0, 0, 0, 0)
@@ -75,8 +78,7 @@ class KueueScheduler(FlavorAssigner):
         # Preemptors waiting for their targets' pods to go, per queue: what those free is held for them
         # (kueue#13797), so a borrower cannot take it back between two targets' evictions.
         self.waiting: dict[CQ, Waiting] = {}
-        self.held: dict[tuple[int, tuple[str, str]], int] = {}  # this cycle's holds per cohort and resource
-        self.held_before: dict[CQ, int] = {}  # the last cycle's hold per waiting queue
+        self.held_before: dict[CQ, Reservation] = {}  # the last cycle's hold per waiting queue
         # Jobs no admission can ever take, reported up front; they still queue, as they would in Kueue.
         self.blocked: list[Blocked] = []
         self._limits_cache: dict[CQ, dict[tuple, tuple | None]] = {}
@@ -174,30 +176,44 @@ class KueueScheduler(FlavorAssigner):
         # What evictions in flight free is held for the preemptor waiting on them (kueue#13797), so a borrower
         # cannot take it back between two targets' evictions; a queue's own hold is its head's to use.
         holds: dict[CQ, Reservation] = {}
-        self.held.clear()
+        held_before = self.held_before
         self.holding = True
         for cq, (job, fr) in list(self.waiting.items()):
             if job.state != QUEUED:
                 del self.waiting[cq]
-            else:
-                hold = holds[cq] = Reservation(cq, fr, max(0, min(job.units, self.available(cq, fr))))
-                self._shift(cq, fr, hold.amount)
-                key = (id(cq.group), fr)
-                self.held[key] = self.held.get(key, 0) + hold.amount
-                growth = hold.amount - self.held_before.get(cq, 0)
-                if growth > 0:  # a hold raises its queue's usage as an admission does
-                    self._expose(cq, fr, growth)
-        self.held_before = {cq: hold.amount for cq, hold in holds.items()}
+                continue
+            amount = self.available(cq, fr)
+            if amount > job.units:
+                amount = job.units
+            elif amount < 0:
+                amount = 0
+            before = held_before.get(cq)
+            if before is None:
+                hold = Reservation(cq, fr, amount)
+                growth = amount
+            elif before.amount != amount or before.fr != fr:
+                hold = Reservation(cq, fr, amount)
+                growth = amount - before.amount
+            else:  # most holds stay as they were from one cycle to the next: no new one
+                hold = before
+                growth = 0
+            holds[cq] = hold
+            if amount:
+                self._shift(cq, fr, amount)
+            if growth > 0:  # a hold raises its queue's usage as an admission does
+                self._expose(cq, fr, growth)
+        self.held_before = dict(holds)
         self._settle(holds)
         entries = []
-        for cq in sorted(self.dirty, key=lambda c: c.idx):
+        for cq in sorted(self.dirty, key=BY_INDEX):
             hold = holds.get(cq)
-            if hold:
+            if hold and hold.amount:
                 self._shift(cq, hold.fr, -hold.amount)
             entry = self._nominate(cq)
             if hold:
                 if entry is not None and entry.job is self.waiting[cq].job:
-                    self._shift(cq, hold.fr, hold.amount)
+                    if hold.amount:
+                        self._shift(cq, hold.fr, hold.amount)
                 else:  # the waiting head became inadmissible: it stops holding
                     del holds[cq], self.waiting[cq]
             if entry is None:
@@ -211,12 +227,16 @@ class KueueScheduler(FlavorAssigner):
                 if e.job.state == QUEUED:
                     self._status_patch(e.job)
         for cq, fr, amount in reserved:
-            self._shift(cq, fr, -amount)
+            if amount:  # (a waiting preemptor's hold is often nothing: the cohort has no quota free)
+                self._shift(cq, fr, -amount)
         self.holding = False
         self._charge_writes(t)
 
     def _holds_ahead(self, group) -> bool:
-        return any(cq.group is group for cq in self.waiting)
+        for cq in self.waiting:  # (a loop: called on every release, and a generator showed in the profile)
+            if cq.group is group:
+                return True
+        return False
 
     def _settle(self, holds: dict[CQ, Reservation]) -> None:
         """The queues left undecided after a release (_wake_parked) are nominated in this cycle if a parked head may
@@ -253,7 +273,8 @@ class KueueScheduler(FlavorAssigner):
             waiting = cq in self.waiting and self.waiting[cq].job is job
             if waiting and cq in holds:  # the held quota is this entry's to use now
                 hold = holds.pop(cq)
-                self._shift(cq, hold.fr, -hold.amount)
+                if hold.amount:
+                    self._shift(cq, hold.fr, -hold.amount)
                 reserved.remove(hold)
             if e.mode == PREEMPT and not e.targets:
                 if waiting:
@@ -263,16 +284,17 @@ class KueueScheduler(FlavorAssigner):
                 if cq.spec.reclaim_within_cohort != "Any":
                     self._reserve(cq, fr, self._to_reserve(e), reserved)
                 continue
-            targets = [w for w, _ in e.targets]
+            targets = [w for w, _ in e.targets] if e.targets else ()
             if e.mode == PREEMPT and all(w.state == EVICTING for w in targets):
                 # Still waiting for the targets' pods to go: nothing to do until the cohort's usage changes.
                 if not cq.strict:
                     cq.sticky = job
-                self.waiting[cq] = Waiting(job, fr)
+                if not waiting or self.waiting[cq].fr != fr:
+                    self.waiting[cq] = Waiting(job, fr)
                 self._reserve(cq, fr, max(0, min(job.units, self.available(cq, fr))), reserved)
                 self.dirty.discard(cq)
                 continue
-            if any(id(w) in preempted for w in targets):
+            if preempted and targets and any(id(w) in preempted for w in targets):
                 continue  # overlapping targets with an earlier entry of this cycle
             if not self._fits_without(cq, fr, job.units, [*preempted.values(), *targets]):
                 continue  # no longer fits after this cycle's earlier entries; stays at the head
@@ -329,13 +351,24 @@ class KueueScheduler(FlavorAssigner):
         return max(0, min(units, cq.nominal[fr] - cq.usage[fr]))
 
     def _fits_without(self, cq: CQ, fr, units: int, removed: list[Job]) -> bool:
+        if not removed:
+            return units <= self.available(cq, fr)
+        # Only workloads of `fr` in `cq`'s cohort change what it can take, and one shift by their sum per queue
+        # moves the cohort's usage as a shift per workload does.
+        group, flavor, resource = cq.group, fr[0], fr[1]
+        freed: dict[CQ, int] = {}
         for w in removed:
-            self._shift(self.cqs[w.queue], (w.flavor, w.resource), -w.units)
+            if w.resource == resource and w.flavor == flavor:
+                other = self.cqs[w.queue]
+                if other.group is group:
+                    freed[other] = freed.get(other, 0) + w.units
+        for other, amount in freed.items():
+            self._shift(other, fr, -amount)
         try:
             return units <= self.available(cq, fr)
         finally:
-            for w in removed:
-                self._shift(self.cqs[w.queue], (w.flavor, w.resource), w.units)
+            for other, amount in freed.items():
+                self._shift(other, fr, amount)
 
     def _nominate(self, cq: CQ) -> Entry | None:
         cq.wake = None
@@ -358,7 +391,7 @@ class KueueScheduler(FlavorAssigner):
         wake: dict[tuple[str, str], tuple[int, int]] | None = {}  # CQ.wake, once every head ends parked
         heads = cq.heads
         if heads is None:  # a queue is nominated again after every release in its cohort: sort only after a change
-            heads = cq.heads = sorted(heap[0] for heap in cq.buckets.values())
+            heads = cq.heads = sorted([heap[0] for heap in cq.buckets.values()])
         for head in heads:
             job = head.job
             fail = fails.get(job.bucket)
@@ -380,12 +413,12 @@ class KueueScheduler(FlavorAssigner):
                         refreshed = fail
                     else:
                         refreshed = None
+                elif self._recheck(cq, job, fail):
+                    refreshed = fail
+                    failed.append(job)
+                    self._status_patch(job)
                 else:
-                    refreshed = self._recheck(cq, job, fail)
-                    if refreshed is not None:
-                        fail = fails[job.bucket] = refreshed
-                        failed.append(job)
-                        self._status_patch(job)
+                    refreshed = None
                 if refreshed is None:
                     fail = self._first_look(cq, job, failed, version)
                     if isinstance(fail, Entry):
@@ -413,10 +446,15 @@ class KueueScheduler(FlavorAssigner):
     def _first_look(self, cq: CQ, job: Job, failed: list[Job], version: int) -> Entry | Failure:
         """Evaluate a head (unless it is no easier than one that just failed): its entry, or why it is parked."""
         fails = cq.fails
-        # (Not on TAS flavors: more units can mean smaller pods, which may fit where larger ones did not.)
-        dominant = failed and next((f for f in failed if f.resource == job.resource and f.pools == job.pools
-                                    and f.units <= job.units and f.priority >= job.priority
-                                    and not any(self._tas(fr) for fr in cq.frs[f.bucket])), None)
+        dominant = None
+        for f in failed:
+            if f.resource == job.resource and f.pools == job.pools and f.units <= job.units \
+                    and f.priority >= job.priority:
+                # Not on TAS flavors: more units can mean smaller pods, which may fit where larger ones did not.
+                # (The same queue, resource and pools: `f` has the job's flavors.)
+                if not any(self._tas(fr) for fr in cq.frs[job.bucket]):
+                    dominant = f
+                break
         if dominant:
             # No easier than a head that just failed (more units, no higher priority): parked as long.
             fail = fails[job.bucket] = fails[dominant.bucket].for_head(job.seq)
@@ -483,19 +521,23 @@ class KueueScheduler(FlavorAssigner):
             need_exposed = NEVER
         return fr, cq.changes[fr], need_free, need_exposed, others, exposed
 
-    def _recheck(self, cq: CQ, job: Job, fail: Failure) -> Failure | None:
-        """A parked head's Failure brought up to date without its evaluation after its own queue's usage changed,
-        when its quota now shows its preemption search still lacks units; else None (evaluate it). What it could
-        reclaim from other queues is taken at most what it was plus what was exposed since."""
+    def _recheck(self, cq: CQ, job: Job, fail: Failure) -> bool:
+        """Bring a parked head's Failure up to date without its evaluation after its own queue's usage changed, when
+        its quota now shows its preemption search still lacks units; else False (evaluate it). What it could reclaim
+        from other queues is taken at most what it was plus what was exposed since."""
         fr, units = fail.fr, job.units
         available = self.available(cq, fr)
         if units <= available:
-            return None
+            return False
         others = fail.others + cq.group.exposed.get(fr, 0) - fail.exposed
         own = self._own_evictable(cq, job, fr)
         if not self._lacking(cq, units, fr, available, own, others):
-            return None
-        return Failure(cq.group.version, job.seq, *self._needs(cq, job, fr, own, others))
+            return False
+        # Updated in place: about one recheck per admission, and a new Failure each time showed in the profile.
+        fail.version = cq.group.version
+        fail.fr, fail.changes, fail.need_free, fail.need_exposed, fail.others, fail.exposed = self._needs(
+            cq, job, fr, own, others)
+        return True
 
     def _admit(self, cq: CQ, job: Job, fr: tuple[str, str], t: float, nodes=ANYWHERE) -> None:
         heap = cq.buckets[job.bucket]
