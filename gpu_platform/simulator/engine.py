@@ -8,10 +8,11 @@ fragmentation shows), a job runs once all its pods are bound, and GPUs are accou
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from array import array
 from bisect import insort
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from gpu_platform.simulator.errors import SimulationError
@@ -94,15 +95,18 @@ def pods_for(units: int, per_node: int) -> list[int]:
 class NodeGroup:
     """The nodes of one pool, counted in one advertised resource, with the pods waiting for room on them."""
 
-    __slots__ = ("pool", "resource", "cap", "nodes", "eq", "free", "by_free", "free_total", "pending",
+    __slots__ = ("pool", "resource", "cap", "nodes", "capacity", "eq", "free", "by_free", "free_total", "pending",
                  "pending_sizes", "binpack", "demand", "contrib", "peak_used", "used_area", "used_since", "idle_area",
                  "since")
 
     def __init__(self, pool: str, resource: str, cap: int, nodes: int, eq: float, binpack: bool):
         self.pool, self.resource, self.cap, self.nodes, self.eq, self.binpack = pool, resource, cap, nodes, eq, binpack
+        self.capacity = cap * nodes
         self.free = [cap] * nodes
-        self.by_free: list[set[int]] = [set() for _ in range(cap + 1)]
-        self.by_free[cap].update(range(nodes))
+        # The nodes with k units free, as a bit mask (bit i: node i): the lowest-numbered node of a level, which
+        # find() returns, is then one bit operation instead of a scan over a set.
+        self.by_free = [0] * (cap + 1)
+        self.by_free[cap] = (1 << nodes) - 1
         self.free_total = cap * nodes
         self.pending: list[tuple] = []  # (-priority, created, pod index, job seq, size, job): kube-scheduler order
         self.pending_sizes: dict[int, int] = {}
@@ -114,26 +118,20 @@ class NodeGroup:
         self.idle_area = 0.0  # unit-seconds idle while waiting jobs could use them
         self.since = 0.0
 
-    @property
-    def capacity(self) -> int:
-        return self.cap * self.nodes
-
     def find(self, size: int) -> int:
         """A node with room for `size`: the fullest that fits (binpack) or the emptiest (spread); -1 if none."""
         by_free = self.by_free
-        if self.binpack:
-            for k in range(size, self.cap + 1):
-                if by_free[k]:
-                    return min(by_free[k])
-        else:
-            for k in range(self.cap, size - 1, -1):
-                if by_free[k]:
-                    return min(by_free[k])
+        levels = range(size, self.cap + 1) if self.binpack else range(self.cap, size - 1, -1)
+        for k in levels:
+            nodes = by_free[k]
+            if nodes:
+                return (nodes & -nodes).bit_length() - 1
         return -1
 
     def max_free(self) -> int:
+        by_free = self.by_free
         for k in range(self.cap, 0, -1):
-            if self.by_free[k]:
+            if by_free[k]:
                 return k
         return 0
 
@@ -141,8 +139,9 @@ class NodeGroup:
         before = self.free[node]
         if size > before:
             raise AssertionError(f"{self.pool}: node {node} over capacity")
-        self.by_free[before].discard(node)
-        self.by_free[before - size].add(node)
+        bit = 1 << node
+        self.by_free[before] &= ~bit
+        self.by_free[before - size] |= bit
         self.free[node] = before - size
         self.free_total -= size
         used = self.capacity - self.free_total
@@ -151,8 +150,9 @@ class NodeGroup:
 
     def give(self, node: int, size: int) -> None:
         before = self.free[node]
-        self.by_free[before].discard(node)
-        self.by_free[before + size].add(node)
+        bit = 1 << node
+        self.by_free[before] &= ~bit
+        self.by_free[before + size] |= bit
         self.free[node] = before + size
         self.free_total += size
 
@@ -162,7 +162,7 @@ class NodeGroup:
         size = sizes[0]
         room = 0
         for k in range(size, self.cap + 1):
-            room += len(self.by_free[k]) * (k // size)
+            room += self.by_free[k].bit_count() * (k // size)
             if room >= len(sizes):
                 return True
         return False
@@ -250,10 +250,10 @@ class Simulation:
                                                                pool.gpu_equivalent(resource), binpack)
         self.events: list[tuple] = []
         self.touched: list[NodeGroup] = []  # groups with pods created this cycle, placed when it ends
-        self.counter = 0
+        self.counter = itertools.count()
+        self.pools_of = {name: f.pool for name, f in model.flavors.items() if name != ANY_FLAVOR}
+        self.ready_timeout = model.gang.timeout_s if model.scheduler == "kueue" and model.gang.enabled else None
         self.now = 0.0
-        self.cycle_at: float | None = None
-        self.last_cycle = -math.inf
         self.cycles = 0
         n = len(self.teams)
         self.alloc = [0.0] * n
@@ -283,32 +283,46 @@ class Simulation:
 
     # ---- the loop ---------------------------------------------------------------------------------------------
     def push(self, t: float, kind: int, job: Job | None = None, run: int = 0) -> None:
-        self.counter += 1
-        heapq.heappush(self.events, (t, kind, self.counter, job, run))
+        heapq.heappush(self.events, (t, kind, next(self.counter), job, run))
 
     def run(self, progress: Callable[[float], None] | None = None) -> SimResult:
         """Play every event; `progress`, if given, hears the simulated time every PROGRESS_EVERY events."""
-        for job in self.jobs:
-            self.push(job.submit, ARRIVAL, job)
+        # Arrivals enter the heap one at a time, the next when one is played, so the heap holds only the events in
+        # flight (every push and pop is cheaper) and plays them in the same order as if all were pushed up front:
+        # no other event is an ARRIVAL, and the stable sort keeps the jobs' order among equal submit times.
+        arrivals = iter(sorted(self.jobs, key=lambda j: j.submit))
+        self._push_arrival(arrivals)
         events = self.events
         scheduler = self.scheduler
-        horizon = self.horizon
+        horizon = math.inf if self.horizon is None else self.horizon
+        check = self.check
+        cycle_s = self.timing.cycle_s
+        # The next cycle is kept out of the heap, which saves a push and a pop per cycle: there is at most one, and
+        # it goes after every event of its instant, CYCLE being the last kind.
+        cycle_at: float | None = None
+        last_cycle = -math.inf
         every = PROGRESS_EVERY if progress is not None else 0
         countdown = every
-        while events:
-            t, kind, _, job, run = heapq.heappop(events)
+        while True:
+            if events and (cycle_at is None or events[0][0] <= cycle_at):
+                t, kind, _, job, run = heapq.heappop(events)
+            elif cycle_at is not None:
+                t, kind, cycle_at = cycle_at, CYCLE, None
+            else:
+                break
             if every:
                 countdown -= 1
                 if not countdown:
                     countdown = every
                     progress(t)
-            if horizon is not None and t > horizon:
+            if t > horizon:
                 self.now = horizon
+                if kind == ARRIVAL:
+                    self._push_arrival(arrivals)  # jobs still to arrive are events left: the run is not drained
                 break
             if kind == CYCLE:
                 self.now = t
-                self.cycle_at = None
-                self.last_cycle = t
+                last_cycle = t
                 self.cycles += 1
                 scheduler.cycle(t)
                 for group in self.touched:
@@ -324,6 +338,7 @@ class Simulation:
                     self.cycle_changes = self.changes
             elif kind == ARRIVAL:
                 self.now = t
+                self._push_arrival(arrivals)
                 self._enqueue(job, t)
             elif job.run != run:
                 continue  # an event of an earlier run of this job (it was evicted since)
@@ -347,14 +362,17 @@ class Simulation:
                 break
             if kind != CYCLE:
                 self.changes += 1
-            if self.cycle_at is None and scheduler.wants_cycle():
-                c = self.timing.cycle_s
-                self.cycle_at = max(math.ceil(t / c - 1e-9) * c, self.last_cycle + c, scheduler.busy_until())
-                self.push(self.cycle_at, CYCLE)
-            if self.check:
+            if cycle_at is None and scheduler.wants_cycle():
+                cycle_at = max(math.ceil(t / cycle_s - 1e-9) * cycle_s, last_cycle + cycle_s, scheduler.busy_until())
+            if check:
                 self._check()
-        end = self.now if horizon is None or self.livelock is not None else max(self.now, horizon)
-        return self._result(end)
+        end = self.now if self.horizon is None or self.livelock is not None else max(self.now, self.horizon)
+        return self._result(end, drained=not events and cycle_at is None)
+
+    def _push_arrival(self, arrivals: Iterator[Job]) -> None:
+        job = next(arrivals, None)
+        if job is not None:
+            self.push(job.submit, ARRIVAL, job)
 
     # ---- job lifecycle ----------------------------------------------------------------------------------------
     def _progress(self, t: float) -> None:
@@ -432,8 +450,8 @@ class Simulation:
             insort(group.pending, (-job.priority, t, index, job.seq, size, job))
             group.pending_sizes[size] = group.pending_sizes.get(size, 0) + 1
         self._demand(job, +1)
-        if self.model.scheduler == "kueue" and self.model.gang.enabled:
-            self.push(t + self.model.gang.timeout_s, TIMEOUT, job, job.run)
+        if self.ready_timeout is not None:
+            self.push(t + self.ready_timeout, TIMEOUT, job, job.run)
         if place_now:
             self._place(group, t, landed)
         elif group not in self.touched:
@@ -447,24 +465,27 @@ class Simulation:
             return
         started = []
         i = 0
+        # A pod fits somewhere exactly when it is no larger than the most units free on one node, and only a bind
+        # changes that: it settles most pods without a search for a node.
+        room = group.max_free()
         smallest = min(group.pending_sizes)
-        while i < len(pending):
-            if group.max_free() < smallest:
-                break
+        while room >= smallest and i < len(pending):
             entry = pending[i]
-            size, job = entry[4], entry[5]
-            node = group.find(size)
-            if node < 0:
+            size = entry[4]
+            if size > room:
                 i += 1
                 continue
+            job = entry[5]
             del pending[i]
             self._unpend(group, size)
-            self._bind(job, group, node, size, t)
+            self._bind(job, group, group.find(size), size, t)
             job.waiting -= 1
             if job.waiting == 0:
                 started.append(job)
-            if pending:
-                smallest = min(group.pending_sizes)
+            if not pending:
+                break
+            room = group.max_free()
+            smallest = min(group.pending_sizes)
         start = t if landed is None else max(t, landed)
         for job in started:
             self._start(job, start)
@@ -479,7 +500,7 @@ class Simulation:
     def _bind(self, job: Job, group: NodeGroup, node: int, size: int, t: float) -> None:
         self._group_used(group, t)
         group.take(node, size)
-        self._refresh(group, t, demand=-size)
+        self._refresh(group, t, -size)
         job.bound.append((node, size))
         self._alloc(job.team, size * group.eq, t)
 
@@ -597,34 +618,35 @@ class Simulation:
         team = job.team
         self.usage_area[team] += self.usage[team] * (t - self.usage_since[team])
         self.usage_since[team] = t
-        group = self.groups.get((self.flavor_pool(job.flavor), job.resource))
+        group = self.groups.get((self.pools_of.get(job.flavor), job.resource))
         self.usage[team] += sign * job.units * (group.eq if group else 1.0)
 
     def flavor_pool(self, flavor: str | None) -> str | None:
-        if flavor is None or flavor == ANY_FLAVOR:
-            return None
-        f = self.model.flavors.get(flavor)
-        return f.pool if f else None
+        return self.pools_of.get(flavor)
 
     def _demand(self, job: Job, sign: int) -> None:
         """Add or remove what a waiting job could use: every candidate group while queued, its own group's
         unbound pods once admitted."""
         if job.state in (QUEUED, BACKOFF):
             for group in job.cand_groups:
-                self._refresh(group, self.now, demand=sign * job.units)
+                self._refresh(group, self.now, sign * job.units)
         elif job.state == ADMITTED and job.group is not None and job.waiting:
             size = pods_for(job.units, job.group.cap)[0]
-            self._refresh(job.group, self.now, demand=sign * size * job.waiting)
+            self._refresh(job.group, self.now, sign * size * job.waiting)
 
     def _refresh(self, group: NodeGroup, t: float, demand: int = 0) -> None:
         """Keep the integral over time of min(idle units, waiting demand), per group (in units) and overall (in
         GPUs), and each group's bound units over time. Called after every change of a group's free units."""
-        self.idle_area += self.idle_rate * (t - self.idle_since)
-        self.idle_since = t
-        group.idle_area += group.contrib / group.eq * (t - group.since)
-        group.since = t
+        # Most calls come at the instant of the last one (a cycle's admissions, a job's pods), where an area would
+        # only grow by 0.0: skipping that leaves every sum bit for bit the same.
+        if t != self.idle_since:
+            self.idle_area += self.idle_rate * (t - self.idle_since)
+            self.idle_since = t
+        if t != group.since:
+            group.idle_area += group.contrib / group.eq * (t - group.since)
+            group.since = t
         group.demand += demand
-        new = min(group.free_total, group.demand) * group.eq
+        new = (group.free_total if group.free_total < group.demand else group.demand) * group.eq
         self.idle_rate += new - group.contrib
         group.contrib = new
 
@@ -647,7 +669,8 @@ class Simulation:
                 raise AssertionError(f"{group.pool}/{group.resource}: bound beyond capacity")
         self.scheduler.check()
 
-    def _result(self, end: float) -> SimResult:
+    def _result(self, end: float, drained: bool) -> SimResult:
+        """`drained`: no event was left to play, so a job still admitted will never start."""
         for team in range(len(self.teams)):
             self.alloc_area[team] += self.alloc[team] * (end - self.alloc_since[team])
             self.usage_area[team] += self.usage[team] * (end - self.usage_since[team])
@@ -658,7 +681,7 @@ class Simulation:
             groups[f"{group.pool}/{group.resource}"] = {
                 "capacity_gpus": group.capacity * group.eq, "used_gpu_s": group.used_area * group.eq,
                 "idle_pending_gpu_s": group.idle_area * group.eq}
-        stalled = sum(1 for j in self.jobs if j.state == ADMITTED) if not self.events else 0
+        stalled = sum(1 for j in self.jobs if j.state == ADMITTED) if drained else 0
         model = self.model
         nominal = []
         for name in self.teams:

@@ -9,18 +9,26 @@ import math
 class TokenBucket:
     """`qps` refill, `burst` tokens at most, as GCRA; `qps` 0 is unlimited."""
 
-    __slots__ = ("qps", "burst", "tat", "free")
+    __slots__ = ("qps", "burst", "tat", "free", "interval", "slack")
 
     def __init__(self, qps: float, burst: int):
         self.qps, self.burst = qps, burst
         self.tat = -math.inf  # the theoretical arrival time of the next write
         self.free = -math.inf  # when every write so far went through
+        # The divisions take() would repeat on every write, done once: the same operations, so the same results.
+        self.interval = 1 / qps if qps else 0.0
+        self.slack = (max(burst, 1) - 1) / qps if qps else 0.0
 
     def take(self, t: float, count: int = 1) -> float:
         """Pass `count` writes issued at `t`; returns when the last went through."""
         if not self.qps or not count:
             return t
-        tat = max(self.tat, t) + (count - 1) / self.qps
-        self.tat = tat + 1 / self.qps
-        self.free = max(self.free, t, tat - (max(self.burst, 1) - 1) / self.qps)
-        return self.free
+        tat = (self.tat if self.tat > t else t) + (count - 1) / self.qps
+        self.tat = tat + self.interval
+        free = tat - self.slack
+        if t > free:
+            free = t
+        if self.free > free:
+            free = self.free
+        self.free = free
+        return free
