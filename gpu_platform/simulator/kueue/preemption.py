@@ -250,8 +250,8 @@ class Preemptor(QuotaBook):
 
     def _minimal(self, cq, job, fr, candidates, variant, allow_borrowing) -> list[Target]:
         """Remove candidates in order until the job fits, then add back those not needed."""
-        # The search's inner loop, run for most candidates of most searches: _remove and _fits spelled out.
-        shift, cqs, units = self._shift, self.cqs, job.units
+        # The search's inner loop, run for most candidates of most searches: _remove spelled out.
+        shift, fits_quota, cqs, units = self._shift, self._fits, self.cqs, job.units
         removed: list[Job] = []
         fits = False
         for w in candidates:
@@ -263,7 +263,7 @@ class Preemptor(QuotaBook):
                     continue  # that queue no longer borrows: nothing left to reclaim from it
             shift(owner, fr, -w.units)
             removed.append(w)
-            if (allow_borrowing or cq.usage[fr] + units <= cq.nominal[fr]) and units <= self.available(cq, fr):
+            if fits_quota(cq, fr, units, allow_borrowing):
                 fits = True
                 break
         if fits:
@@ -276,12 +276,12 @@ class Preemptor(QuotaBook):
 
     def _fill_back(self, cq, job, fr, removed: list[Job], allow_borrowing: bool) -> list[Job]:
         """Kueue's fillBackWorkloads; returns the still-removed targets (the caller restores them)."""
-        shift, cqs, units = self._shift, self.cqs, job.units
+        shift, fits_quota, cqs, units = self._shift, self._fits, self.cqs, job.units
         for i in range(len(removed) - 2, -1, -1):
             w = removed[i]
             owner = cqs[w.queue]
             shift(owner, fr, w.units)
-            if (allow_borrowing or cq.usage[fr] + units <= cq.nominal[fr]) and units <= self.available(cq, fr):
+            if fits_quota(cq, fr, units, allow_borrowing):
                 del removed[i]
             else:
                 shift(owner, fr, -w.units)
