@@ -618,7 +618,7 @@ class Simulation:
         team = job.team
         self.usage_area[team] += self.usage[team] * (t - self.usage_since[team])
         self.usage_since[team] = t
-        group = self.groups.get((self.pools_of.get(job.flavor), job.resource))
+        group = self.groups.get((self.flavor_pool(job.flavor), job.resource))
         self.usage[team] += sign * job.units * (group.eq if group else 1.0)
 
     def flavor_pool(self, flavor: str | None) -> str | None:
