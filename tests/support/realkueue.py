@@ -267,7 +267,10 @@ class Replayed:
 def priority_classes(real: RealKueue, trace: list) -> dict[int, str]:
     """A WorkloadPriorityClass for each integer priority of the trace (the simulator reads an integer as the
     workload's priority value), created before the replay starts so no creation is counted as Kueue's latency."""
-    values = sorted({j.priority for j in trace if isinstance(j.priority, int)})
+    named = sorted({str(j.priority) for j in trace if j.priority is not None and not isinstance(j.priority, int)})
+    if named:  # a class name or level would need the stack's classes resolved as the simulator does: not done here
+        raise ValueError(f"replay takes integer priorities only, not {', '.join(named)}")
+    values = sorted({j.priority for j in trace if j.priority is not None})
     names = {v: f"replay-{v}" for v in values}
     if values:
         real.cluster.apply([{"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass",
